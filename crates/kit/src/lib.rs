@@ -1,0 +1,26 @@
+//! Shared plumbing for the project's controller binaries.
+//!
+//! Every binary is built the same way, so that an administrator learns one set of flags
+//! and one set of endpoints:
+//!
+//! - [`cli`]: clap option groups with environment fallbacks (client, admin server,
+//!   telemetry, leader election), flattened into each binary's `Args`;
+//! - [`telemetry`]: tracing setup, plain or JSON;
+//! - [`admin`]: one HTTP server with `/metrics`, `/livez` and `/readyz`, where readiness
+//!   waits until every registered watch has synced;
+//! - [`leader`]: leader election on a `coordination.k8s.io` Lease; a process that loses
+//!   the lease stops its controllers;
+//! - [`shutdown`]: a cancellation token tripped by SIGTERM or SIGINT;
+//! - [`conditions`]: `metav1.Condition` bookkeeping (`lastTransitionTime` only moves on a
+//!   status flip; `observedGeneration` always set);
+//! - [`retry`]: error classes and per-object exponential backoff with jitter;
+//! - [`metrics`]: the reconcile metrics every controller exports.
+
+pub mod admin;
+pub mod cli;
+pub mod conditions;
+pub mod leader;
+pub mod metrics;
+pub mod retry;
+pub mod shutdown;
+pub mod telemetry;

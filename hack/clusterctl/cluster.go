@@ -1,0 +1,607 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	serviceCIDR = "10.96.0.0/16"
+	// serviceIP is the first address of serviceCIDR: the `kubernetes` Service.
+	serviceIP = "10.96.0.1"
+	nodeName  = "kwok-node-0"
+)
+
+// components in start order; `down` stops them in reverse.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// cluster is one named control plane and its state directory.
+type cluster struct {
+	name   string
+	dir    string
+	binDir string
+	ports  ports
+	pki    *pki
+	// exited has one channel per component started by this process, closed when it exits.
+	exited map[string]chan struct{}
+}
+
+// ports are chosen free at start and recorded, so `status` and tests can find them.
+type ports struct {
+	Etcd              int `json:"etcd"`
+	EtcdPeer          int `json:"etcdPeer"`
+	APIServer         int `json:"apiServer"`
+	ControllerManager int `json:"controllerManager"`
+	Scheduler         int `json:"scheduler"`
+	Kwok              int `json:"kwok"`
+}
+
+func (c *cluster) path(parts ...string) string {
+	return filepath.Join(append([]string{c.dir}, parts...)...)
+}
+
+func (c *cluster) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[cluster %s] %s\n", c.name, fmt.Sprintf(format, args...))
+}
+
+// up starts the cluster, or returns the kubeconfig of one that is already running.
+func (c *cluster) up(timeout time.Duration) (string, error) {
+	kubeconfig := c.path("kubeconfig")
+	if running := c.runningComponents(); len(running) == len(components) {
+		c.logf("already running")
+		return kubeconfig, nil
+	} else if len(running) > 0 {
+		return "", fmt.Errorf("cluster %q is partly running (%s): run `down` first", c.name, strings.Join(running, ", "))
+	}
+	for _, bin := range append(append([]string{}, components...), "kwok-stages.yaml") {
+		if _, err := os.Stat(filepath.Join(c.binDir, bin)); err != nil {
+			return "", fmt.Errorf("missing %s in %s (build it with hack/build-tools): %w", bin, c.binDir, err)
+		}
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		return "", err
+	}
+	for _, d := range []string{"logs", "pids", "etcd-data", "kubeconfigs"} {
+		if err := os.MkdirAll(c.path(d), 0o700); err != nil {
+			return "", err
+		}
+	}
+	started := time.Now()
+	err := c.start(timeout)
+	if err != nil {
+		c.printLogs()
+		if stopErr := c.stopAll(); stopErr != nil {
+			c.logf("cleanup after failed start: %v", stopErr)
+		}
+		return "", err
+	}
+	c.logf("ready in %.1fs (apiserver https://127.0.0.1:%d)", time.Since(started).Seconds(), c.ports.APIServer)
+	return kubeconfig, nil
+}
+
+func (c *cluster) start(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var err error
+	if c.ports, err = freePorts(); err != nil {
+		return err
+	}
+	if err := writeJSON(c.path("ports.json"), c.ports); err != nil {
+		return err
+	}
+	advertise, err := advertiseAddress()
+	if err != nil {
+		return err
+	}
+	if c.pki, err = newPKI(c.path("pki"), []net.IP{advertise}); err != nil {
+		return err
+	}
+	if err := c.writeKubeconfigs(); err != nil {
+		return err
+	}
+
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", c.ports.Etcd)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", c.ports.EtcdPeer)
+	if err := c.spawn("etcd",
+		"--name=node0",
+		"--data-dir="+c.path("etcd-data"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=node0="+peerURL,
+		// A throwaway test cluster: durability buys nothing and fsync dominates write latency.
+		"--unsafe-no-fsync=true",
+		"--quota-backend-bytes=4294967296",
+		"--auto-compaction-retention=1",
+		"--log-level=warn",
+	); err != nil {
+		return err
+	}
+	if err := waitFor("etcd", deadline, c.alive("etcd"), func() error {
+		return httpCheck(http.DefaultClient, etcdURL+"/health", `"health":"true"`)
+	}); err != nil {
+		return err
+	}
+
+	pki := c.path("pki")
+	if err := c.spawn("kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.ports.APIServer),
+		// kube-apiserver derives the advertised address from the default route and refuses
+		// loopback; name a real interface address so it also starts on hosts with no route.
+		"--advertise-address="+advertise.String(),
+		"--tls-cert-file="+filepath.Join(pki, "apiserver.crt"),
+		"--tls-private-key-file="+filepath.Join(pki, "apiserver.key"),
+		"--client-ca-file="+filepath.Join(pki, "ca.crt"),
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+filepath.Join(pki, "sa.crt"),
+		"--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--allow-privileged=true",
+		"--cert-dir="+c.path("apiserver-certs"),
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	// The others retry until the apiserver answers, so start them now rather than serially.
+	for _, comp := range []struct {
+		name string
+		args []string
+	}{
+		{"kube-controller-manager", []string{
+			"--kubeconfig=" + c.path("kubeconfigs", "kube-controller-manager"),
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(c.ports.ControllerManager),
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+			"--root-ca-file=" + filepath.Join(pki, "ca.crt"),
+			"--service-account-private-key-file=" + filepath.Join(pki, "sa.key"),
+			"--use-service-account-credentials=true",
+			"--cluster-name=" + c.name,
+			"--leader-elect=false",
+			"--controllers=*",
+			"--cert-dir=" + c.path("controller-manager-certs"),
+		}},
+		{"kube-scheduler", []string{
+			"--kubeconfig=" + c.path("kubeconfigs", "kube-scheduler"),
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(c.ports.Scheduler),
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+			"--leader-elect=false",
+			"--cert-dir=" + c.path("scheduler-certs"),
+		}},
+		{"kwok", []string{
+			"--kubeconfig=" + c.path("kubeconfigs", "kwok"),
+			"--config=" + filepath.Join(c.binDir, "kwok-stages.yaml"),
+			"--manage-all-nodes=true",
+			"--server-address=127.0.0.1:" + strconv.Itoa(c.ports.Kwok),
+			"--node-lease-duration-seconds=40",
+		}},
+	} {
+		if err := c.spawn(comp.name, comp.args...); err != nil {
+			return err
+		}
+	}
+
+	api, err := c.adminClient()
+	if err != nil {
+		return err
+	}
+	apiURL := fmt.Sprintf("https://127.0.0.1:%d", c.ports.APIServer)
+	if err := waitFor("kube-apiserver /readyz", deadline, c.alive("kube-apiserver"), func() error {
+		return httpCheck(api, apiURL+"/readyz", "ok")
+	}); err != nil {
+		return err
+	}
+	if err := c.createNode(api, apiURL); err != nil {
+		return err
+	}
+	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // self-signed health endpoints on loopback
+	}}
+	checks := []struct {
+		what  string
+		owner string
+		check func() error
+	}{
+		{"kube-controller-manager /healthz", "kube-controller-manager", func() error {
+			return httpCheck(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.ports.ControllerManager), "ok")
+		}},
+		{"kube-scheduler /healthz", "kube-scheduler", func() error {
+			return httpCheck(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.ports.Scheduler), "ok")
+		}},
+		{"node " + nodeName + " Ready (kwok)", "kwok", func() error { return nodeReady(api, apiURL) }},
+		// Pods are refused in a namespace until its default ServiceAccount exists; waiting for
+		// it here proves the controller manager runs and spares every test that race.
+		{"default ServiceAccount", "kube-controller-manager", func() error {
+			return httpCheck(api, apiURL+"/api/v1/namespaces/default/serviceaccounts/default", `"name":"default"`)
+		}},
+	}
+	for _, chk := range checks {
+		if err := waitFor(chk.what, deadline, c.alive(chk.owner), chk.check); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spawn starts a component in its own session so it outlives this process, with its
+// output in logs/<name>.log and its pid in pids/<name>.pid.
+func (c *cluster) spawn(name string, args ...string) error {
+	logFile, err := os.Create(c.path("logs", name+".log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(filepath.Join(c.binDir, name), args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("failed to start %s: %w", name, err)
+	}
+	c.logf("started %s (pid %d)", name, cmd.Process.Pid)
+	if err := os.WriteFile(c.path("pids", name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		return err
+	}
+	// Reap it if it dies while we are still waiting, so alive() sees the exit at once.
+	done := make(chan struct{})
+	if c.exited == nil {
+		c.exited = map[string]chan struct{}{}
+	}
+	c.exited[name] = done
+	go func() { _ = cmd.Wait(); close(done) }()
+	return nil
+}
+
+// pid returns the recorded pid of a component if that process is still ours: alive and
+// with this cluster's state directory on its command line (guards against pid reuse).
+func (c *cluster) pid(name string) (int, bool) {
+	raw, err := os.ReadFile(c.path("pids", name+".pid"))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte(c.dir)) {
+		return 0, false
+	}
+	return pid, true
+}
+
+// alive reports whether a component is running. For processes this invocation started
+// it asks the child itself: right after fork, /proc/<pid>/cmdline still shows our own
+// arguments, so the pid check would misreport a starting process as gone.
+func (c *cluster) alive(name string) func() bool {
+	return func() bool {
+		if done, ok := c.exited[name]; ok {
+			select {
+			case <-done:
+				return false
+			default:
+				return true
+			}
+		}
+		_, ok := c.pid(name)
+		return ok
+	}
+}
+
+func (c *cluster) runningComponents() []string {
+	var running []string
+	for _, name := range components {
+		if _, ok := c.pid(name); ok {
+			running = append(running, name)
+		}
+	}
+	return running
+}
+
+// down stops the cluster and removes its state.
+func (c *cluster) down() error {
+	if _, err := os.Stat(c.dir); errors.Is(err, os.ErrNotExist) {
+		c.logf("not running (no state at %s)", c.dir)
+		return nil
+	}
+	if err := c.stopAll(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		return fmt.Errorf("failed to remove %s: %w", c.dir, err)
+	}
+	c.logf("stopped and removed %s", c.dir)
+	return nil
+}
+
+// stopAll sends SIGTERM in reverse start order, then SIGKILL to anything still alive.
+func (c *cluster) stopAll() error {
+	var pids []int
+	for i := len(components) - 1; i >= 0; i-- {
+		if pid, ok := c.pid(components[i]); ok {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			pids = append(pids, pid)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, name := range components {
+		for c.alive(name)() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if pid, ok := c.pid(name); ok {
+			c.logf("%s (pid %d) still running 15s after SIGTERM; sending SIGKILL", name, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if running := c.runningComponents(); len(running) > 0 {
+		return fmt.Errorf("still running after SIGKILL: %s", strings.Join(running, ", "))
+	}
+	if len(pids) > 0 {
+		c.logf("stopped pids %v", pids)
+	}
+	return nil
+}
+
+func (c *cluster) status() error {
+	running := c.runningComponents()
+	for _, name := range components {
+		pid, ok := c.pid(name)
+		state := "stopped"
+		if ok {
+			state = fmt.Sprintf("running (pid %d)", pid)
+		}
+		fmt.Printf("%-24s %s\n", name, state)
+	}
+	if len(running) != len(components) {
+		return fmt.Errorf("cluster %q is not fully running", c.name)
+	}
+	fmt.Println(c.path("kubeconfig"))
+	return nil
+}
+
+// printLogs shows the tail of every component log, so a failed start explains itself.
+func (c *cluster) printLogs() {
+	for _, name := range components {
+		raw, err := os.ReadFile(c.path("logs", name+".log"))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(os.Stderr, "----- %s (last %d lines of %s) -----\n%s\n", name, len(lines),
+			c.path("logs", name+".log"), strings.Join(lines, "\n"))
+	}
+}
+
+func (c *cluster) adminClient() (*http.Client, error) {
+	cert, err := tls.X509KeyPair(c.pki.admin.certPEM, c.pki.admin.keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(c.pki.ca.cert)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots},
+	}}, nil
+}
+
+// writeKubeconfigs writes the admin kubeconfig (the one tests use) and one per component,
+// each with its credentials embedded so the files can be copied anywhere.
+func (c *cluster) writeKubeconfigs() error {
+	server := fmt.Sprintf("https://127.0.0.1:%d", c.ports.APIServer)
+	files := map[string]*keyPair{
+		c.path("kubeconfig"):                             c.pki.admin,
+		c.path("kubeconfigs", "kube-controller-manager"): c.pki.controllerManager,
+		c.path("kubeconfigs", "kube-scheduler"):          c.pki.scheduler,
+		c.path("kubeconfigs", "kwok"):                    c.pki.kwok,
+	}
+	for file, kp := range files {
+		if err := os.WriteFile(file, kubeconfig("olmv1-"+c.name, server, c.pki.ca.certPEM, kp), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func kubeconfig(name, server string, caPEM []byte, kp *keyPair) []byte {
+	b64 := base64.StdEncoding.EncodeToString
+	return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: %[2]s
+    certificate-authority-data: %[3]s
+users:
+- name: %[1]s
+  user:
+    client-certificate-data: %[4]s
+    client-key-data: %[5]s
+contexts:
+- name: %[1]s
+  context:
+    cluster: %[1]s
+    user: %[1]s
+current-context: %[1]s
+`, name, server, b64(caPEM), b64(kp.certPEM), b64(kp.keyPEM)))
+}
+
+// createNode registers the simulated node; kwok (--manage-all-nodes) marks it Ready and
+// keeps its lease, and runs every Pod bound to it.
+func (c *cluster) createNode(api *http.Client, apiURL string) error {
+	node := map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Node",
+		"metadata": map[string]any{
+			"name": nodeName,
+			"labels": map[string]string{
+				"kubernetes.io/hostname": nodeName, "kubernetes.io/os": "linux",
+				"kubernetes.io/arch": "amd64", "type": "kwok",
+			},
+			"annotations": map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		},
+		"status": map[string]any{
+			"capacity":    map[string]string{"cpu": "64", "memory": "256Gi", "pods": "1000"},
+			"allocatable": map[string]string{"cpu": "64", "memory": "256Gi", "pods": "1000"},
+		},
+	}
+	body, err := json.Marshal(node)
+	if err != nil {
+		return err
+	}
+	resp, err := api.Post(apiURL+"/api/v1/nodes", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("failed to create node %s: %w", nodeName, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusConflict {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("failed to create node %s: %s: %s", nodeName, resp.Status, msg)
+	}
+	return nil
+}
+
+func nodeReady(api *http.Client, apiURL string) error {
+	resp, err := api.Get(apiURL + "/api/v1/nodes/" + nodeName)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var node struct {
+		Spec struct {
+			Taints []struct{ Key string } `json:"taints"`
+		} `json:"spec"`
+		Status struct {
+			Conditions []struct{ Type, Status string } `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&node); err != nil {
+		return err
+	}
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == "Ready" && cond.Status == "True" {
+			ready = true
+		}
+	}
+	if !ready {
+		return errors.New("node not Ready yet")
+	}
+	// The node lifecycle controller lifts this taint once it sees Ready; until then the
+	// scheduler would leave Pods Pending.
+	for _, t := range node.Spec.Taints {
+		if t.Key == "node.kubernetes.io/not-ready" {
+			return errors.New("node still tainted not-ready")
+		}
+	}
+	return nil
+}
+
+// waitFor polls check until it succeeds, the deadline passes, or the owning process dies
+// (then there is no point waiting out the timeout).
+func waitFor(what string, deadline time.Time, alive func() bool, check func() error) error {
+	var last error
+	for {
+		if last = check(); last == nil {
+			return nil
+		}
+		if !alive() {
+			return fmt.Errorf("waiting for %s: the process exited (see its log below): %v", what, last)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out waiting for %s: %v", what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func httpCheck(client *http.Client, url, want string) error {
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+		return fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
+	}
+	return nil
+}
+
+// freePorts reserves distinct free loopback ports by holding all listeners open at once.
+func freePorts() (ports, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	next := func() (int, error) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		ls = append(ls, l)
+		return l.Addr().(*net.TCPAddr).Port, nil
+	}
+	var p ports
+	for _, dst := range []*int{&p.Etcd, &p.EtcdPeer, &p.APIServer, &p.ControllerManager, &p.Scheduler, &p.Kwok} {
+		port, err := next()
+		if err != nil {
+			return p, fmt.Errorf("failed to find a free port: %w", err)
+		}
+		*dst = port
+	}
+	return p, nil
+}
+
+// advertiseAddress picks the first non-loopback IPv4 address of an up interface.
+func advertiseAddress() (net.IP, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := iface.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+				return ipn.IP.To4(), nil
+			}
+		}
+	}
+	return nil, errors.New("no non-loopback IPv4 address found: kube-apiserver needs one to advertise " +
+		"(in a bare network namespace, add one, e.g. `ip link add dummy0 type dummy; ip addr add 10.254.0.1/32 dev dummy0; ip link set dummy0 up`)")
+}
+
+func writeJSON(path string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o600)
+}
