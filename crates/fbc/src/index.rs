@@ -1,0 +1,655 @@
+//! A validated, queryable catalog.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt;
+use std::path::Path;
+
+use semver::Version;
+
+use crate::channel::{ChannelError, ChannelGraph};
+use crate::error::ParseError;
+use crate::location::Location;
+use crate::model::{Bundle, Catalog, Channel, DeprecationReference, Package};
+use crate::parse::{parse_dir, parse_files};
+use crate::property::Gvk;
+use crate::range::{VersionRange, compare_precedence};
+
+/// One rule a catalog breaks.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IndexError {
+    /// Two `olm.package` blobs share a name.
+    #[error("{location}: duplicate package {name:?} (first defined at {first})")]
+    DuplicatePackage {
+        /// Package name.
+        name: String,
+        /// The duplicate.
+        location: Location,
+        /// The first definition.
+        first: Location,
+    },
+    /// Two channels of a package share a name.
+    #[error(
+        "{location}: duplicate channel {name:?} in package {package:?} (first defined at {first})"
+    )]
+    DuplicateChannel {
+        /// Package name.
+        package: String,
+        /// Channel name.
+        name: String,
+        /// The duplicate.
+        location: Location,
+        /// The first definition.
+        first: Location,
+    },
+    /// Two bundles of a package share a name.
+    #[error(
+        "{location}: duplicate bundle {name:?} in package {package:?} (first defined at {first})"
+    )]
+    DuplicateBundle {
+        /// Package name.
+        package: String,
+        /// Bundle name.
+        name: String,
+        /// The duplicate.
+        location: Location,
+        /// The first definition.
+        first: Location,
+    },
+    /// A package has two `olm.deprecations` blobs.
+    #[error("{location}: second olm.deprecations for package {package:?} (first at {first})")]
+    DuplicateDeprecations {
+        /// Package name.
+        package: String,
+        /// The duplicate.
+        location: Location,
+        /// The first definition.
+        first: Location,
+    },
+    /// A blob belongs to a package that has no `olm.package` blob.
+    #[error("{location}: unknown package {package:?}")]
+    UnknownPackage {
+        /// The package named.
+        package: String,
+        /// The blob naming it.
+        location: Location,
+    },
+    /// A package's `defaultChannel` names no channel of the package.
+    #[error("{location}: default channel {channel:?} of package {package:?} does not exist")]
+    UnknownDefaultChannel {
+        /// Package name.
+        package: String,
+        /// The default channel named.
+        channel: String,
+        /// The package blob.
+        location: Location,
+    },
+    /// A package has no channel.
+    #[error("{location}: package {package:?} has no channels")]
+    PackageWithoutChannels {
+        /// Package name.
+        package: String,
+        /// The package blob.
+        location: Location,
+    },
+    /// A bundle names no image and inlines no objects.
+    #[error("{location}: bundle {name:?} has no image")]
+    BundleWithoutImage {
+        /// Bundle name.
+        name: String,
+        /// The bundle blob.
+        location: Location,
+    },
+    /// A bundle is in no channel of its package.
+    #[error("{location}: bundle {name:?} is not in any channel of package {package:?}")]
+    BundleNotInChannel {
+        /// Package name.
+        package: String,
+        /// Bundle name.
+        name: String,
+        /// The bundle blob.
+        location: Location,
+    },
+    /// Several bundles of a package have the same version.
+    #[error("package {package:?} has several bundles with version {version}: {}", bundles.join(", "))]
+    DuplicateVersion {
+        /// Package name.
+        package: String,
+        /// The shared version.
+        version: Version,
+        /// The bundles sharing it.
+        bundles: Vec<String>,
+    },
+    /// A channel's graph is invalid.
+    #[error("{location}: invalid channel {channel:?} of package {package:?}")]
+    Channel {
+        /// Package name.
+        package: String,
+        /// Channel name.
+        channel: String,
+        /// The channel blob.
+        location: Location,
+        /// What is wrong with the graph.
+        #[source]
+        source: ChannelError,
+    },
+    /// A deprecation notice names a channel or bundle the package does not have.
+    #[error("{location}: cannot deprecate {reference:?} of package {package:?}: it does not exist")]
+    UnknownDeprecationTarget {
+        /// Package name.
+        package: String,
+        /// The reference.
+        reference: DeprecationReference,
+        /// The deprecations blob.
+        location: Location,
+    },
+    /// Two deprecation notices of a package refer to the same object.
+    #[error("{location}: duplicate deprecation of {reference:?} in package {package:?}")]
+    DuplicateDeprecationEntry {
+        /// Package name.
+        package: String,
+        /// The reference.
+        reference: DeprecationReference,
+        /// The deprecations blob.
+        location: Location,
+    },
+}
+
+/// A catalog that breaks one or more rules; every problem found is listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogError {
+    /// The problems, in the order found (packages, channels, bundles, deprecations).
+    pub problems: Vec<IndexError>,
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid catalog ({} problems)", self.problems.len())?;
+        for problem in &self.problems {
+            write!(f, "\n- {problem}")?;
+            let mut source = std::error::Error::source(problem);
+            while let Some(cause) = source {
+                write!(f, ": {cause}")?;
+                source = cause.source();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
+/// A failure to load and index a catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The files could not be parsed.
+    #[error("failed to parse catalog")]
+    Parse(#[from] ParseError),
+    /// The parsed catalog breaks cross-blob rules.
+    #[error(transparent)]
+    Invalid(#[from] CatalogError),
+}
+
+/// A validated catalog with lookups by package, channel, bundle name and provided API,
+/// deprecation notices, and upgrade successors.
+///
+/// Building it checks the rules that span blobs, as operator-registry does when it turns a
+/// declarative config into its model, and reports every problem found, not only the first:
+/// unique package, channel (per package) and bundle (per package) names and bundle versions;
+/// channels, bundles and deprecations belong to a declared package; a declared default channel
+/// exists; every package has a channel; every bundle has an image (or inline objects) and is
+/// in some channel; every channel graph is valid ([`ChannelGraph`]); at most one
+/// `olm.deprecations` per package, whose entries name existing channels and bundles, once.
+#[derive(Debug, Clone)]
+pub struct CatalogIndex {
+    catalog: Catalog,
+    packages: BTreeMap<String, PackageIndex>,
+    providers: HashMap<Gvk, Vec<usize>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PackageIndex {
+    package: usize,
+    /// Channel name -> (index in `catalog.channels`, graph).
+    channels: BTreeMap<String, (usize, ChannelGraph)>,
+    /// Indices in `catalog.bundles`, newest version first.
+    bundles: Vec<usize>,
+    bundle_by_name: HashMap<String, usize>,
+    package_deprecation: Option<String>,
+    channel_deprecations: HashMap<String, String>,
+    bundle_deprecations: HashMap<String, String>,
+}
+
+impl CatalogIndex {
+    /// Validates `catalog` and indexes it.
+    pub fn new(catalog: Catalog) -> Result<Self, CatalogError> {
+        let mut problems = Vec::new();
+        let mut packages: BTreeMap<String, PackageIndex> = BTreeMap::new();
+
+        for (i, package) in catalog.packages.iter().enumerate() {
+            if let Some(existing) = packages.get(&package.name) {
+                problems.push(IndexError::DuplicatePackage {
+                    name: package.name.clone(),
+                    location: package.location.clone(),
+                    first: catalog.packages[existing.package].location.clone(),
+                });
+            } else {
+                packages.insert(
+                    package.name.clone(),
+                    PackageIndex {
+                        package: i,
+                        ..PackageIndex::default()
+                    },
+                );
+            }
+        }
+
+        index_bundles(&catalog, &mut packages, &mut problems);
+        index_channels(&catalog, &mut packages, &mut problems);
+        check_packages(&catalog, &packages, &mut problems);
+        index_deprecations(&catalog, &mut packages, &mut problems);
+
+        if !problems.is_empty() {
+            return Err(CatalogError { problems });
+        }
+
+        let mut providers: HashMap<Gvk, Vec<usize>> = HashMap::new();
+        for index in packages.values() {
+            for &b in &index.bundles {
+                for gvk in catalog.bundles[b].provided_gvks() {
+                    let list = providers.entry(gvk.clone()).or_default();
+                    if !list.contains(&b) {
+                        list.push(b);
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            catalog,
+            packages,
+            providers,
+        })
+    }
+
+    /// Parses the catalog directory at `root` and indexes it.
+    pub fn from_dir(root: impl AsRef<Path>) -> Result<Self, LoadError> {
+        Ok(Self::new(parse_dir(root)?)?)
+    }
+
+    /// Parses in-memory catalog files (see [`parse_files`]) and indexes them.
+    pub fn from_files<I, P, C>(files: I) -> Result<Self, LoadError>
+    where
+        I: IntoIterator<Item = (P, C)>,
+        P: AsRef<str>,
+        C: AsRef<[u8]>,
+    {
+        Ok(Self::new(parse_files(files)?)?)
+    }
+
+    /// The underlying catalog, including blobs of unknown schemas.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Gives the catalog back.
+    pub fn into_catalog(self) -> Catalog {
+        self.catalog
+    }
+
+    /// Packages, by name.
+    pub fn packages(&self) -> impl Iterator<Item = &Package> {
+        self.packages
+            .values()
+            .map(|p| &self.catalog.packages[p.package])
+    }
+
+    /// The package called `name`.
+    pub fn package(&self, name: &str) -> Option<&Package> {
+        self.packages
+            .get(name)
+            .map(|p| &self.catalog.packages[p.package])
+    }
+
+    /// The package's default channel, if it declares one.
+    pub fn default_channel(&self, package: &str) -> Option<&Channel> {
+        let name = self.package(package)?.default_channel.as_deref()?;
+        self.channel(package, name)
+    }
+
+    /// The package's channels, by name.
+    pub fn channels(&self, package: &str) -> impl Iterator<Item = &Channel> {
+        self.packages
+            .get(package)
+            .into_iter()
+            .flat_map(|p| p.channels.values())
+            .map(|(c, _)| &self.catalog.channels[*c])
+    }
+
+    /// The channel `name` of `package`.
+    pub fn channel(&self, package: &str, name: &str) -> Option<&Channel> {
+        let (c, _) = self.packages.get(package)?.channels.get(name)?;
+        Some(&self.catalog.channels[*c])
+    }
+
+    /// The upgrade graph of channel `name` of `package`.
+    pub fn channel_graph(&self, package: &str, name: &str) -> Option<&ChannelGraph> {
+        Some(&self.packages.get(package)?.channels.get(name)?.1)
+    }
+
+    /// The package's bundles, newest version first (ties by name).
+    pub fn bundles(&self, package: &str) -> impl Iterator<Item = &Bundle> {
+        self.packages
+            .get(package)
+            .into_iter()
+            .flat_map(|p| &p.bundles)
+            .map(|b| &self.catalog.bundles[*b])
+    }
+
+    /// The bundle `name` of `package`.
+    pub fn bundle(&self, package: &str, name: &str) -> Option<&Bundle> {
+        let b = self.packages.get(package)?.bundle_by_name.get(name)?;
+        Some(&self.catalog.bundles[*b])
+    }
+
+    /// The channels of `package` that contain bundle `name`, by channel name.
+    pub fn bundle_channels(&self, package: &str, name: &str) -> Vec<&Channel> {
+        let Some(index) = self.packages.get(package) else {
+            return Vec::new();
+        };
+        index
+            .channels
+            .values()
+            .filter(|(_, graph)| graph.contains(name))
+            .map(|(c, _)| &self.catalog.channels[*c])
+            .collect()
+    }
+
+    /// Bundles providing `gvk` (`olm.gvk`), by package name, then newest version first.
+    pub fn providers(&self, gvk: &Gvk) -> impl Iterator<Item = &Bundle> {
+        self.providers
+            .get(gvk)
+            .into_iter()
+            .flatten()
+            .map(|b| &self.catalog.bundles[*b])
+    }
+
+    /// Bundles of `package` that are in `channel` (any channel when `None`) and whose version
+    /// is in `range` (any version when `None`), newest first.
+    pub fn bundles_matching(
+        &self,
+        package: &str,
+        channel: Option<&str>,
+        range: Option<&VersionRange>,
+    ) -> Vec<&Bundle> {
+        let graph = match channel {
+            Some(name) => match self.channel_graph(package, name) {
+                Some(graph) => Some(graph),
+                None => return Vec::new(),
+            },
+            None => None,
+        };
+        self.bundles(package)
+            .filter(|b| graph.is_none_or(|g| g.contains(&b.name)))
+            .filter(|b| range.is_none_or(|r| r.matches(&b.version)))
+            .collect()
+    }
+
+    /// Bundles of `package` a bundle can upgrade to directly, following replaces, skips and
+    /// skipRange in `channel` (in every channel of the package when `None`), newest first.
+    /// The bundle is identified by name and version and need not be in this catalog, as an
+    /// installed bundle may not be.
+    pub fn successors(
+        &self,
+        package: &str,
+        channel: Option<&str>,
+        name: &str,
+        version: Option<&Version>,
+    ) -> Vec<&Bundle> {
+        let Some(index) = self.packages.get(package) else {
+            return Vec::new();
+        };
+        let names: BTreeSet<&str> = index
+            .channels
+            .iter()
+            .filter(|(channel_name, _)| channel.is_none_or(|c| c == channel_name.as_str()))
+            .flat_map(|(_, (_, graph))| graph.successors(name, version))
+            .map(|entry| entry.name.as_str())
+            .collect();
+        self.bundles(package)
+            .filter(|b| names.contains(b.name.as_str()))
+            .collect()
+    }
+
+    /// The deprecation message of the whole package, if deprecated.
+    pub fn package_deprecation(&self, package: &str) -> Option<&str> {
+        self.packages.get(package)?.package_deprecation.as_deref()
+    }
+
+    /// The deprecation message of a channel, if deprecated.
+    pub fn channel_deprecation(&self, package: &str, channel: &str) -> Option<&str> {
+        self.packages
+            .get(package)?
+            .channel_deprecations
+            .get(channel)
+            .map(String::as_str)
+    }
+
+    /// The deprecation message of a bundle, if deprecated.
+    pub fn bundle_deprecation(&self, package: &str, bundle: &str) -> Option<&str> {
+        self.packages
+            .get(package)?
+            .bundle_deprecations
+            .get(bundle)
+            .map(String::as_str)
+    }
+}
+
+fn index_bundles(
+    catalog: &Catalog,
+    packages: &mut BTreeMap<String, PackageIndex>,
+    problems: &mut Vec<IndexError>,
+) {
+    for (i, bundle) in catalog.bundles.iter().enumerate() {
+        if bundle.image.is_empty() && !bundle.has_inline_objects() {
+            problems.push(IndexError::BundleWithoutImage {
+                name: bundle.name.clone(),
+                location: bundle.location.clone(),
+            });
+        }
+        let Some(index) = packages.get_mut(&bundle.package) else {
+            problems.push(IndexError::UnknownPackage {
+                package: bundle.package.clone(),
+                location: bundle.location.clone(),
+            });
+            continue;
+        };
+        if let Some(&first) = index.bundle_by_name.get(&bundle.name) {
+            problems.push(IndexError::DuplicateBundle {
+                package: bundle.package.clone(),
+                name: bundle.name.clone(),
+                location: bundle.location.clone(),
+                first: catalog.bundles[first].location.clone(),
+            });
+            continue;
+        }
+        index.bundle_by_name.insert(bundle.name.clone(), i);
+        index.bundles.push(i);
+    }
+    for index in packages.values_mut() {
+        index.bundles.sort_by(|&a, &b| {
+            let (a, b) = (&catalog.bundles[a], &catalog.bundles[b]);
+            compare_precedence(&b.version, &a.version)
+                .then_with(|| b.version.build.cmp(&a.version.build))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+    }
+}
+
+fn index_channels(
+    catalog: &Catalog,
+    packages: &mut BTreeMap<String, PackageIndex>,
+    problems: &mut Vec<IndexError>,
+) {
+    for (i, channel) in catalog.channels.iter().enumerate() {
+        let Some(index) = packages.get_mut(&channel.package) else {
+            problems.push(IndexError::UnknownPackage {
+                package: channel.package.clone(),
+                location: channel.location.clone(),
+            });
+            continue;
+        };
+        if let Some((first, _)) = index.channels.get(&channel.name) {
+            problems.push(IndexError::DuplicateChannel {
+                package: channel.package.clone(),
+                name: channel.name.clone(),
+                location: channel.location.clone(),
+                first: catalog.channels[*first].location.clone(),
+            });
+            continue;
+        }
+        let version_of = |name: &str| {
+            index
+                .bundle_by_name
+                .get(name)
+                .map(|&b| &catalog.bundles[b].version)
+        };
+        match ChannelGraph::new(channel, version_of) {
+            Ok(graph) => {
+                index.channels.insert(channel.name.clone(), (i, graph));
+            }
+            Err(source) => problems.push(IndexError::Channel {
+                package: channel.package.clone(),
+                channel: channel.name.clone(),
+                location: channel.location.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+fn check_packages(
+    catalog: &Catalog,
+    packages: &BTreeMap<String, PackageIndex>,
+    problems: &mut Vec<IndexError>,
+) {
+    // Channels that failed validation are not indexed; remember every declared name so their
+    // bundles and default channel are not reported a second time.
+    let mut declared: HashMap<&str, Vec<&Channel>> = HashMap::new();
+    for channel in &catalog.channels {
+        declared.entry(&channel.package).or_default().push(channel);
+    }
+    for (name, index) in packages {
+        let package = &catalog.packages[index.package];
+        let channels = declared.get(name.as_str()).map_or(&[][..], Vec::as_slice);
+        if channels.is_empty() {
+            problems.push(IndexError::PackageWithoutChannels {
+                package: name.clone(),
+                location: package.location.clone(),
+            });
+        }
+        if let Some(default) = &package.default_channel
+            && !channels.iter().any(|c| &c.name == default)
+        {
+            problems.push(IndexError::UnknownDefaultChannel {
+                package: name.clone(),
+                channel: default.clone(),
+                location: package.location.clone(),
+            });
+        }
+        let in_some_channel: HashSet<&str> = channels
+            .iter()
+            .flat_map(|c| c.entries.iter().map(|e| e.name.as_str()))
+            .collect();
+        let mut by_version: BTreeMap<&Version, Vec<String>> = BTreeMap::new();
+        for &b in &index.bundles {
+            let bundle = &catalog.bundles[b];
+            by_version
+                .entry(&bundle.version)
+                .or_default()
+                .push(bundle.name.clone());
+            if !in_some_channel.contains(bundle.name.as_str()) {
+                problems.push(IndexError::BundleNotInChannel {
+                    package: name.clone(),
+                    name: bundle.name.clone(),
+                    location: bundle.location.clone(),
+                });
+            }
+        }
+        for (version, mut bundles) in by_version {
+            if bundles.len() > 1 {
+                bundles.sort();
+                problems.push(IndexError::DuplicateVersion {
+                    package: name.clone(),
+                    version: version.clone(),
+                    bundles,
+                });
+            }
+        }
+    }
+}
+
+fn index_deprecations(
+    catalog: &Catalog,
+    packages: &mut BTreeMap<String, PackageIndex>,
+    problems: &mut Vec<IndexError>,
+) {
+    let mut first_blob: HashMap<&str, &Location> = HashMap::new();
+    for deprecations in &catalog.deprecations {
+        let Some(index) = packages.get_mut(&deprecations.package) else {
+            problems.push(IndexError::UnknownPackage {
+                package: deprecations.package.clone(),
+                location: deprecations.location.clone(),
+            });
+            continue;
+        };
+        if let Some(first) = first_blob.insert(&deprecations.package, &deprecations.location) {
+            problems.push(IndexError::DuplicateDeprecations {
+                package: deprecations.package.clone(),
+                location: deprecations.location.clone(),
+                first: first.clone(),
+            });
+            continue;
+        }
+        let declared_channel = |name: &str| {
+            catalog
+                .channels
+                .iter()
+                .any(|c| c.package == deprecations.package && c.name == name)
+        };
+        let mut seen = HashSet::new();
+        for entry in &deprecations.entries {
+            let package = deprecations.package.clone();
+            let reference = entry.reference.clone();
+            let location = deprecations.location.clone();
+            if !seen.insert(&entry.reference) {
+                problems.push(IndexError::DuplicateDeprecationEntry {
+                    package,
+                    reference,
+                    location,
+                });
+                continue;
+            }
+            let message = entry.message.clone();
+            let exists = match &entry.reference {
+                DeprecationReference::Package => {
+                    index.package_deprecation = Some(message);
+                    true
+                }
+                DeprecationReference::Channel(name) => {
+                    index.channel_deprecations.insert(name.clone(), message);
+                    declared_channel(name)
+                }
+                DeprecationReference::Bundle(name) => {
+                    index.bundle_deprecations.insert(name.clone(), message);
+                    index.bundle_by_name.contains_key(name)
+                }
+            };
+            if !exists {
+                problems.push(IndexError::UnknownDeprecationTarget {
+                    package,
+                    reference,
+                    location,
+                });
+            }
+        }
+    }
+}

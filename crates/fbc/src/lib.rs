@@ -1,0 +1,47 @@
+//! File-based catalogs (FBC): the format OLM catalogs ship in.
+//!
+//! - [`parse_dir`] and [`parse_files`] read a catalog tree (JSON streams and multi-document
+//!   YAML, filtered by `.indexignore`) from disk or from memory into a [`Catalog`]. Blob-level
+//!   problems are [`ParseError`]s naming the file and document.
+//! - [`CatalogIndex::new`] checks the rules that span blobs (duplicates, references, channel
+//!   graphs) and answers lookups: packages and default channels, bundles by package, name and
+//!   provided API, deprecations, and upgrade successors.
+//! - [`ChannelGraph`] holds one channel's head and replaces/skips/skipRange edges.
+//! - [`VersionRange`] is a hand-written parser for the range syntax of blang/semver and
+//!   Masterminds/semver, with either library's pre-release semantics ([`PrereleasePolicy`]).
+//! - [`Constraint`] evaluates `olm.package.required`, `olm.gvk.required` and `olm.constraint`
+//!   dependencies against bundles.
+//!
+//! Versions are [`semver::Version`]. Compare them with [`compare_precedence`] where semver
+//! precedence matters, since `Ord for Version` also orders build metadata.
+
+mod channel;
+mod constraint;
+mod error;
+mod ignore;
+mod index;
+mod location;
+mod model;
+mod parse;
+mod property;
+mod range;
+
+pub use channel::{ChannelError, ChannelGraph};
+pub use constraint::{Constraint, ConstraintError, ConstraintExpr, ConstraintParseError};
+pub use error::ParseError;
+pub use ignore::INDEX_IGNORE;
+pub use index::{CatalogError, CatalogIndex, IndexError, LoadError};
+pub use location::Location;
+pub use model::{
+    Bundle, Catalog, Channel, ChannelEntry, DeprecationEntry, DeprecationReference, Deprecations,
+    Icon, Meta, Package, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS,
+    SCHEMA_PACKAGE,
+};
+pub use parse::{parse_dir, parse_files, parse_into};
+pub use property::{
+    CsvMetadata, Gvk, InstallMode, PackageProperty, PackageRequired, Property, PropertyError,
+    TYPE_BUNDLE_OBJECT, TYPE_CONSTRAINT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_GVK_REQUIRED,
+    TYPE_MAX_OPENSHIFT_VERSION, TYPE_PACKAGE, TYPE_PACKAGE_REQUIRED,
+};
+pub use range::{PrereleasePolicy, RangeError, VersionRange, compare_precedence};
+pub use semver::Version;

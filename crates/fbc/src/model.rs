@@ -1,0 +1,219 @@
+//! The declarative catalog model: one value per blob, as parsed, before cross-blob validation.
+//!
+//! Fields are public so tests and callers can build catalogs in code; [`crate::CatalogIndex`]
+//! checks the rules that span blobs (duplicates, references, channel graphs).
+
+use semver::Version;
+use serde_json::Value;
+
+use crate::constraint::Constraint;
+use crate::location::Location;
+use crate::property::{CsvMetadata, Gvk, Property, TYPE_BUNDLE_OBJECT};
+
+/// Schema of package blobs.
+pub const SCHEMA_PACKAGE: &str = "olm.package";
+/// Schema of channel blobs.
+pub const SCHEMA_CHANNEL: &str = "olm.channel";
+/// Schema of bundle blobs.
+pub const SCHEMA_BUNDLE: &str = "olm.bundle";
+/// Schema of deprecation blobs.
+pub const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
+
+/// Every blob of a file-based catalog, grouped by schema, in file-path then document order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalog {
+    /// `olm.package` blobs.
+    pub packages: Vec<Package>,
+    /// `olm.channel` blobs.
+    pub channels: Vec<Channel>,
+    /// `olm.bundle` blobs.
+    pub bundles: Vec<Bundle>,
+    /// `olm.deprecations` blobs.
+    pub deprecations: Vec<Deprecations>,
+    /// Blobs of any other schema, kept verbatim.
+    pub others: Vec<Meta>,
+}
+
+/// An `olm.package` blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Package {
+    /// Package name.
+    pub name: String,
+    /// The channel to use when a request names none. Optional in the format; when set, it must
+    /// name a channel of the package.
+    pub default_channel: Option<String>,
+    /// Markdown description.
+    pub description: Option<String>,
+    /// Icon.
+    pub icon: Option<Icon>,
+    /// Properties.
+    pub properties: Vec<Property>,
+    /// Where the blob came from.
+    pub location: Location,
+}
+
+/// A package icon.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct Icon {
+    /// Base64-encoded image data.
+    #[serde(default)]
+    pub base64data: String,
+    /// Media type, e.g. `image/svg+xml`.
+    #[serde(default)]
+    pub mediatype: String,
+}
+
+/// An `olm.channel` blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Channel {
+    /// The package the channel belongs to.
+    pub package: String,
+    /// Channel name.
+    pub name: String,
+    /// Bundles in the channel with their upgrade edges.
+    pub entries: Vec<ChannelEntry>,
+    /// Properties.
+    pub properties: Vec<Property>,
+    /// Where the blob came from.
+    pub location: Location,
+}
+
+/// One bundle's membership in a channel, with the edges that lead to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelEntry {
+    /// Bundle name.
+    pub name: String,
+    /// The bundle this one replaces: that bundle can upgrade to this one.
+    pub replaces: Option<String>,
+    /// Bundles this one skips: each can upgrade to this one.
+    pub skips: Vec<String>,
+    /// Bundles whose version is in this range can upgrade to this one (blang semantics).
+    pub skip_range: Option<crate::range::VersionRange>,
+}
+
+/// An `olm.bundle` blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bundle {
+    /// The package the bundle belongs to.
+    pub package: String,
+    /// Bundle name (in OLM v0, the CSV name).
+    pub name: String,
+    /// Bundle image reference; empty only for bundles that inline their objects.
+    pub image: String,
+    /// Images the bundle uses.
+    pub related_images: Vec<RelatedImage>,
+    /// The version from the bundle's single `olm.package` property.
+    pub version: Version,
+    /// Properties, including the `olm.package` one.
+    pub properties: Vec<Property>,
+    /// Where the blob came from.
+    pub location: Location,
+}
+
+impl Bundle {
+    /// APIs the bundle provides (`olm.gvk`).
+    pub fn provided_gvks(&self) -> impl Iterator<Item = &Gvk> {
+        self.properties.iter().filter_map(|p| match p {
+            Property::Gvk(gvk) => Some(gvk),
+            _ => None,
+        })
+    }
+
+    /// Every dependency the bundle declares, as constraints: `olm.package.required`,
+    /// `olm.gvk.required` and `olm.constraint`, in property order. Each must be satisfied by
+    /// some bundle for this one to be installable.
+    pub fn requirements(&self) -> Vec<Constraint> {
+        self.properties
+            .iter()
+            .filter_map(|p| match p {
+                Property::PackageRequired(req) => Some(Constraint::package(
+                    req.package_name.clone(),
+                    req.version_range.clone(),
+                )),
+                Property::GvkRequired(gvk) => Some(Constraint::gvk(gvk.clone())),
+                Property::Constraint(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The `olm.csv.metadata` property, if present.
+    pub fn csv_metadata(&self) -> Option<&CsvMetadata> {
+        self.properties.iter().find_map(|p| match p {
+            Property::CsvMetadata(m) => Some(m.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The `olm.maxOpenShiftVersion` property as written, if present.
+    pub fn max_openshift_version(&self) -> Option<&str> {
+        self.properties.iter().find_map(|p| match p {
+            Property::MaxOpenShiftVersion(v) => Some(v.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether the bundle inlines its manifests (`olm.bundle.object`) instead of naming only
+    /// an image.
+    pub fn has_inline_objects(&self) -> bool {
+        self.properties
+            .iter()
+            .any(|p| p.type_name() == TYPE_BUNDLE_OBJECT)
+    }
+}
+
+/// An image a bundle uses.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct RelatedImage {
+    /// Optional name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Image reference.
+    pub image: String,
+}
+
+/// An `olm.deprecations` blob: deprecation notices for one package.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deprecations {
+    /// The package the notices are about.
+    pub package: String,
+    /// The notices.
+    pub entries: Vec<DeprecationEntry>,
+    /// Where the blob came from.
+    pub location: Location,
+}
+
+/// One deprecation notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeprecationEntry {
+    /// What is deprecated.
+    pub reference: DeprecationReference,
+    /// The message to show users.
+    pub message: String,
+}
+
+/// The object a deprecation notice refers to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DeprecationReference {
+    /// The whole package.
+    Package,
+    /// A channel of the package, by name.
+    Channel(String),
+    /// A bundle of the package, by name.
+    Bundle(String),
+}
+
+/// A blob whose schema this crate does not model, kept verbatim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meta {
+    /// The blob's `schema`.
+    pub schema: String,
+    /// The blob's `package`, if any.
+    pub package: Option<String>,
+    /// The blob's `name`, if any.
+    pub name: Option<String>,
+    /// The whole blob.
+    pub blob: Value,
+    /// Where the blob came from.
+    pub location: Location,
+}

@@ -1,0 +1,269 @@
+//! Typed properties (`{"type": ..., "value": ...}`) carried by bundles, packages and channels.
+//!
+//! Known property types are decoded and validated; any other type is kept verbatim as
+//! [`Property::Other`], because catalogs routinely carry properties this crate does not interpret.
+
+use std::collections::BTreeMap;
+
+use semver::Version;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::constraint::{self, Constraint};
+use crate::range::{PrereleasePolicy, RangeError, VersionRange};
+
+/// `olm.package`: the bundle's package and version.
+pub const TYPE_PACKAGE: &str = "olm.package";
+/// `olm.gvk`: an API the bundle provides.
+pub const TYPE_GVK: &str = "olm.gvk";
+/// `olm.package.required`: a package (in a version range) the bundle needs.
+pub const TYPE_PACKAGE_REQUIRED: &str = "olm.package.required";
+/// `olm.gvk.required`: an API the bundle needs.
+pub const TYPE_GVK_REQUIRED: &str = "olm.gvk.required";
+/// `olm.constraint`: a generic, possibly compound, dependency.
+pub const TYPE_CONSTRAINT: &str = "olm.constraint";
+/// `olm.maxOpenShiftVersion`: the newest OpenShift minor the bundle supports.
+pub const TYPE_MAX_OPENSHIFT_VERSION: &str = "olm.maxOpenShiftVersion";
+/// `olm.csv.metadata`: CSV metadata copied into the catalog.
+pub const TYPE_CSV_METADATA: &str = "olm.csv.metadata";
+/// `olm.bundle.object`: a base64 manifest inlined into the catalog (deprecated upstream).
+pub const TYPE_BUNDLE_OBJECT: &str = "olm.bundle.object";
+
+/// One property of a blob.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Property {
+    /// `olm.package`.
+    Package(PackageProperty),
+    /// `olm.gvk`.
+    Gvk(Gvk),
+    /// `olm.package.required`.
+    PackageRequired(PackageRequired),
+    /// `olm.gvk.required`.
+    GvkRequired(Gvk),
+    /// `olm.constraint`.
+    Constraint(Constraint),
+    /// `olm.maxOpenShiftVersion`, as written (catalogs use both strings and numbers).
+    MaxOpenShiftVersion(String),
+    /// `olm.csv.metadata`.
+    CsvMetadata(Box<CsvMetadata>),
+    /// Any other type, kept verbatim.
+    Other {
+        /// The property's `type`.
+        type_name: String,
+        /// The property's `value`.
+        value: Value,
+    },
+}
+
+impl Property {
+    /// The property's `type` as it appears in the catalog.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Property::Package(_) => TYPE_PACKAGE,
+            Property::Gvk(_) => TYPE_GVK,
+            Property::PackageRequired(_) => TYPE_PACKAGE_REQUIRED,
+            Property::GvkRequired(_) => TYPE_GVK_REQUIRED,
+            Property::Constraint(_) => TYPE_CONSTRAINT,
+            Property::MaxOpenShiftVersion(_) => TYPE_MAX_OPENSHIFT_VERSION,
+            Property::CsvMetadata(_) => TYPE_CSV_METADATA,
+            Property::Other { type_name, .. } => type_name,
+        }
+    }
+}
+
+/// The value of `olm.package`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageProperty {
+    /// The package the bundle belongs to.
+    pub package_name: String,
+    /// The bundle's version (strict semver, as operator-registry requires).
+    pub version: Version,
+    /// The optional `release` newer opm versions add; kept as written, not interpreted.
+    pub release: Option<String>,
+}
+
+/// A Kubernetes group/version/kind, as `olm.gvk`, `olm.gvk.required` and `olm.constraint`
+/// write it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+pub struct Gvk {
+    /// API group; empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// API version, e.g. `v1alpha1`.
+    pub version: String,
+    /// Kind, e.g. `EtcdCluster`.
+    pub kind: String,
+}
+
+impl std::fmt::Display for Gvk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "group: {}, version: {}, kind: {}",
+            self.group, self.version, self.kind
+        )
+    }
+}
+
+/// The value of `olm.package.required`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageRequired {
+    /// The package needed.
+    pub package_name: String,
+    /// The acceptable versions (blang semantics: [`PrereleasePolicy::Ordered`]).
+    pub version_range: VersionRange,
+}
+
+/// The value of `olm.csv.metadata`. The fields a resolver or UI reads are typed; everything
+/// else is kept in `extra`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CsvMetadata {
+    /// Human-readable name.
+    #[serde(default)]
+    pub display_name: Option<String>,
+    /// Long description (markdown).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Search keywords.
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// Maturity, e.g. `stable`.
+    #[serde(default)]
+    pub maturity: Option<String>,
+    /// Minimum Kubernetes version the bundle supports.
+    #[serde(default)]
+    pub min_kube_version: Option<String>,
+    /// Install modes the operator supports.
+    #[serde(default)]
+    pub install_modes: Vec<InstallMode>,
+    /// CSV annotations.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// CSV labels.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Every other field, verbatim.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// One CSV install mode.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct InstallMode {
+    /// `OwnNamespace`, `SingleNamespace`, `MultiNamespace` or `AllNamespaces`.
+    #[serde(rename = "type")]
+    pub mode: String,
+    /// Whether the operator supports it.
+    pub supported: bool,
+}
+
+/// Why a known property's value was rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum PropertyError {
+    /// The value does not have the expected shape.
+    #[error("value does not match the {type_name} format")]
+    Shape {
+        /// The property type.
+        type_name: String,
+        /// The decoding failure.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A version is not strict semver.
+    #[error("version {version:?} is not valid semver")]
+    Version {
+        /// The version as written.
+        version: String,
+        /// The semver failure.
+        #[source]
+        source: semver::Error,
+    },
+    /// A version range cannot be parsed.
+    #[error("invalid version range")]
+    Range(#[source] RangeError),
+    /// An `olm.constraint` is malformed.
+    #[error(transparent)]
+    Constraint(#[from] constraint::ConstraintParseError),
+    /// `olm.maxOpenShiftVersion` is neither a string nor a number.
+    #[error("olm.maxOpenShiftVersion must be a string or a number")]
+    MaxOpenShiftVersion,
+}
+
+/// A property before interpretation.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RawProperty {
+    #[serde(rename = "type")]
+    pub type_name: String,
+    #[serde(default)]
+    pub value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawPackageProperty {
+    package_name: String,
+    version: String,
+    #[serde(default)]
+    release: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawPackageRequired {
+    package_name: String,
+    version_range: String,
+}
+
+fn shape<T: for<'de> Deserialize<'de>>(type_name: &str, value: Value) -> Result<T, PropertyError> {
+    serde_json::from_value(value).map_err(|source| PropertyError::Shape {
+        type_name: type_name.to_owned(),
+        source,
+    })
+}
+
+/// Parses a strict semver version, as operator-registry does for bundle versions.
+pub(crate) fn parse_version(text: &str) -> Result<Version, PropertyError> {
+    Version::parse(text).map_err(|source| PropertyError::Version {
+        version: text.to_owned(),
+        source,
+    })
+}
+
+impl TryFrom<RawProperty> for Property {
+    type Error = PropertyError;
+
+    fn try_from(raw: RawProperty) -> Result<Self, PropertyError> {
+        let RawProperty { type_name, value } = raw;
+        Ok(match type_name.as_str() {
+            TYPE_PACKAGE => {
+                let p: RawPackageProperty = shape(&type_name, value)?;
+                Property::Package(PackageProperty {
+                    version: parse_version(&p.version)?,
+                    package_name: p.package_name,
+                    release: p.release.filter(|r| !r.is_empty()),
+                })
+            }
+            TYPE_GVK => Property::Gvk(shape(&type_name, value)?),
+            TYPE_GVK_REQUIRED => Property::GvkRequired(shape(&type_name, value)?),
+            TYPE_PACKAGE_REQUIRED => {
+                let p: RawPackageRequired = shape(&type_name, value)?;
+                let version_range =
+                    VersionRange::parse(&p.version_range, PrereleasePolicy::Ordered)
+                        .map_err(PropertyError::Range)?;
+                Property::PackageRequired(PackageRequired {
+                    package_name: p.package_name,
+                    version_range,
+                })
+            }
+            TYPE_CONSTRAINT => Property::Constraint(Constraint::from_value(&value)?),
+            TYPE_MAX_OPENSHIFT_VERSION => Property::MaxOpenShiftVersion(match value {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                _ => return Err(PropertyError::MaxOpenShiftVersion),
+            }),
+            TYPE_CSV_METADATA => Property::CsvMetadata(Box::new(shape(&type_name, value)?)),
+            _ => Property::Other { type_name, value },
+        })
+    }
+}

@@ -1,0 +1,341 @@
+//! The example catalog under tests/fixtures/catalog, read from disk and from memory.
+
+// Test helpers outside #[test] functions unwrap too; a failure there is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use fbc::{
+    Catalog, CatalogIndex, Gvk, PrereleasePolicy, Property, Version, VersionRange, parse_dir,
+    parse_files,
+};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog")
+}
+
+fn index() -> CatalogIndex {
+    CatalogIndex::from_dir(fixture()).unwrap()
+}
+
+fn names<'a>(bundles: impl IntoIterator<Item = &'a fbc::Bundle>) -> Vec<&'a str> {
+    bundles.into_iter().map(|b| b.name.as_str()).collect()
+}
+
+fn gvk(group: &str, version: &str, kind: &str) -> Gvk {
+    Gvk {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+    }
+}
+
+fn read_tree(root: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) {
+    for entry in std::fs::read_dir(root.join(rel)).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        let child = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        if entry.file_type().unwrap().is_dir() {
+            read_tree(root, &child, out);
+        } else {
+            out.push((child, std::fs::read(entry.path()).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn the_fixture_parses_into_every_blob_that_is_not_ignored() {
+    let catalog = parse_dir(fixture()).unwrap();
+    let mut packages: Vec<&str> = catalog.packages.iter().map(|p| p.name.as_str()).collect();
+    packages.sort();
+    assert_eq!(packages, ["etcd", "etcd-backup", "prometheus"]);
+    assert_eq!(catalog.channels.len(), 4);
+    assert_eq!(catalog.bundles.len(), 9);
+    assert_eq!(catalog.deprecations.len(), 2);
+    // README.md, drafts/ and etcd/*.txt would each fail to parse if they were read.
+    let files: Vec<&str> = catalog
+        .bundles
+        .iter()
+        .map(|b| b.location.file.as_str())
+        .collect();
+    assert!(files.iter().all(|f| !f.starts_with("drafts/")), "{files:?}");
+}
+
+#[test]
+fn blobs_of_unknown_schemas_are_kept_verbatim() {
+    let catalog = parse_dir(fixture()).unwrap();
+    assert_eq!(catalog.others.len(), 1);
+    let banner = &catalog.others[0];
+    assert_eq!(banner.schema, "com.example.banner");
+    assert_eq!(banner.package.as_deref(), Some("etcd"));
+    assert_eq!(banner.name.as_deref(), Some("etcd-banner"));
+    assert_eq!(banner.blob["text"], "Try the new etcd backup operator.");
+    assert_eq!(banner.location.file, "extras/banner.yaml");
+}
+
+#[test]
+fn in_memory_files_parse_to_the_same_catalog_as_the_directory() {
+    let mut files = Vec::new();
+    read_tree(&fixture(), "", &mut files);
+    // Tar archives often prefix entries with "./" and list directories too.
+    let mut tar_like: Vec<(String, Vec<u8>)> = files
+        .into_iter()
+        .map(|(path, bytes)| (format!("./{path}"), bytes))
+        .collect();
+    tar_like.push(("./etcd/".to_owned(), Vec::new()));
+    tar_like.reverse();
+
+    let from_memory: Catalog = parse_files(tar_like).unwrap();
+    let from_disk = parse_dir(fixture()).unwrap();
+    assert_eq!(from_memory, from_disk);
+}
+
+#[test]
+fn locations_name_the_file_and_the_document() {
+    let catalog = parse_dir(fixture()).unwrap();
+    let rc = catalog
+        .bundles
+        .iter()
+        .find(|b| b.name == "etcdoperator.v1.0.0-rc.1")
+        .unwrap();
+    assert_eq!(rc.location.file, "etcd/catalog.yaml");
+    assert_eq!(rc.location.document, 8);
+    assert_eq!(rc.location.schema.as_deref(), Some("olm.bundle"));
+    let second_json = catalog
+        .bundles
+        .iter()
+        .find(|b| b.name == "prometheusoperator.0.56.3")
+        .unwrap();
+    assert_eq!(second_json.location.file, "prometheus/bundles.json");
+    assert_eq!(second_json.location.document, 2);
+    assert!(
+        second_json
+            .location
+            .to_string()
+            .contains("prometheus/bundles.json document 2")
+    );
+}
+
+#[test]
+fn packages_expose_their_default_channel() {
+    let index = index();
+    assert_eq!(index.default_channel("etcd").unwrap().name, "stable");
+    assert_eq!(index.default_channel("prometheus").unwrap().name, "beta");
+    let channels: Vec<&str> = index.channels("etcd").map(|c| c.name.as_str()).collect();
+    assert_eq!(channels, ["alpha", "stable"]);
+    assert!(index.package("nope").is_none());
+    assert!(index.default_channel("nope").is_none());
+}
+
+#[test]
+fn bundles_of_a_package_come_newest_first() {
+    let index = index();
+    assert_eq!(
+        names(index.bundles("etcd")),
+        [
+            "etcdoperator.v1.0.0-rc.1",
+            "etcdoperator.v0.9.4",
+            "etcdoperator.v0.9.2",
+            "etcdoperator.v0.9.0",
+            "etcdoperator.v0.6.1",
+        ]
+    );
+    let bundle = index.bundle("etcd", "etcdoperator.v0.9.4").unwrap();
+    assert_eq!(bundle.version, Version::new(0, 9, 4));
+    assert_eq!(bundle.related_images.len(), 1);
+    assert_eq!(bundle.max_openshift_version(), Some("4.15"));
+    assert!(index.bundle("prometheus", "etcdoperator.v0.9.4").is_none());
+}
+
+#[test]
+fn bundles_are_found_by_the_apis_they_provide() {
+    let index = index();
+    let backup = gvk("etcd.database.coreos.com", "v1beta2", "EtcdBackup");
+    assert_eq!(
+        names(index.providers(&backup)),
+        [
+            "etcdoperator.v0.9.4",
+            "etcdoperator.v0.9.2",
+            "etcdoperator.v0.9.0"
+        ]
+    );
+    let monitor = gvk("monitoring.coreos.com", "v1", "ServiceMonitor");
+    assert_eq!(
+        names(index.providers(&monitor)),
+        ["prometheusoperator.0.56.3"]
+    );
+    assert_eq!(index.providers(&gvk("x", "v1", "Y")).count(), 0);
+}
+
+#[test]
+fn bundles_can_be_filtered_by_channel_and_version_range() {
+    let index = index();
+    let range = VersionRange::parse(">=0.9.0", PrereleasePolicy::OptIn).unwrap();
+    assert_eq!(
+        names(index.bundles_matching("etcd", None, Some(&range))),
+        [
+            "etcdoperator.v0.9.4",
+            "etcdoperator.v0.9.2",
+            "etcdoperator.v0.9.0"
+        ]
+    );
+    let blang = VersionRange::parse(">=0.9.0", PrereleasePolicy::Ordered).unwrap();
+    assert_eq!(
+        names(index.bundles_matching("etcd", Some("alpha"), Some(&blang))),
+        ["etcdoperator.v1.0.0-rc.1", "etcdoperator.v0.9.4"]
+    );
+    assert_eq!(index.bundles_matching("etcd", Some("beta"), None).len(), 0);
+    let channels: Vec<&str> = index
+        .bundle_channels("etcd", "etcdoperator.v0.9.4")
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(channels, ["alpha", "stable"]);
+}
+
+#[test]
+fn successors_follow_replaces_skips_and_skip_range() {
+    let index = index();
+    let v = |s: &str| Version::parse(s).unwrap();
+    // 0.6.1 is replaced by 0.9.0 and inside 0.9.2's skipRange.
+    assert_eq!(
+        names(index.successors(
+            "etcd",
+            Some("stable"),
+            "etcdoperator.v0.6.1",
+            Some(&v("0.6.1"))
+        )),
+        ["etcdoperator.v0.9.2", "etcdoperator.v0.9.0"]
+    );
+    // Across all channels, 0.9.4 leads only to the release candidate in alpha.
+    assert_eq!(
+        names(index.successors("etcd", None, "etcdoperator.v0.9.4", Some(&v("0.9.4")))),
+        ["etcdoperator.v1.0.0-rc.1"]
+    );
+    // A bundle unknown to the catalog still upgrades through skipRange.
+    assert_eq!(
+        names(index.successors(
+            "etcd",
+            Some("stable"),
+            "etcdoperator.v0.9.1",
+            Some(&v("0.9.1"))
+        )),
+        ["etcdoperator.v0.9.4"]
+    );
+    // Skipping a bundle that is not in the catalog is an edge too.
+    assert_eq!(
+        names(index.successors("prometheus", None, "prometheusoperator.0.50.0", None)),
+        ["prometheusoperator.0.56.3"]
+    );
+}
+
+#[test]
+fn deprecations_are_looked_up_per_package_channel_and_bundle() {
+    let index = index();
+    assert_eq!(
+        index.channel_deprecation("etcd", "alpha"),
+        Some("The alpha channel is no longer updated; use stable.")
+    );
+    assert_eq!(index.channel_deprecation("etcd", "stable"), None);
+    assert!(
+        index
+            .bundle_deprecation("etcd", "etcdoperator.v0.6.1")
+            .unwrap()
+            .contains("end of life")
+    );
+    assert_eq!(
+        index.bundle_deprecation("etcd", "etcdoperator.v0.9.4"),
+        None
+    );
+    assert!(index.package_deprecation("etcd-backup").is_some());
+    assert_eq!(index.package_deprecation("etcd"), None);
+}
+
+#[test]
+fn unknown_properties_are_kept_and_csv_metadata_is_typed() {
+    let index = index();
+    let bundle = index
+        .bundle("prometheus", "prometheusoperator.0.56.3")
+        .unwrap();
+    let other = bundle
+        .properties
+        .iter()
+        .find(|p| p.type_name() == "com.example.audit")
+        .unwrap();
+    assert!(matches!(other, Property::Other { value, .. } if value["reviewed"] == true));
+    let csv = bundle.csv_metadata().unwrap();
+    assert_eq!(csv.display_name.as_deref(), Some("Prometheus Operator"));
+    assert_eq!(csv.install_modes.len(), 2);
+    assert!(csv.install_modes.iter().all(|m| m.supported));
+    assert_eq!(csv.annotations["capabilities"], "Deep Insights");
+    assert_eq!(csv.extra["provider"]["name"], "Example Community");
+}
+
+#[test]
+fn bundle_requirements_select_the_bundles_that_satisfy_them() {
+    let index = index();
+    let satisfying = |bundle: &str| -> Vec<Vec<String>> {
+        let bundle = index.bundle("etcd-backup", bundle).unwrap();
+        bundle
+            .requirements()
+            .iter()
+            .map(|req| {
+                index
+                    .catalog()
+                    .bundles
+                    .iter()
+                    .filter(|b| req.matches(b).unwrap())
+                    .map(|b| b.name.clone())
+                    .collect()
+            })
+            .collect()
+    };
+    let v1 = satisfying("etcd-backup.v1.0.0");
+    assert_eq!(v1.len(), 2, "one package and one GVK requirement");
+    assert_eq!(v1[0], ["etcdoperator.v0.9.0", "etcdoperator.v0.9.2"]);
+    assert_eq!(
+        v1[1],
+        [
+            "etcdoperator.v0.9.0",
+            "etcdoperator.v0.9.2",
+            "etcdoperator.v0.9.4"
+        ]
+    );
+
+    let v11 = satisfying("etcd-backup.v1.1.0");
+    assert_eq!(v11, [["etcdoperator.v0.9.2", "etcdoperator.v0.9.4"]]);
+    let requirement = &index
+        .bundle("etcd-backup", "etcd-backup.v1.1.0")
+        .unwrap()
+        .requirements()[0];
+    assert!(
+        requirement
+            .failure_message
+            .as_deref()
+            .unwrap()
+            .contains("0.9.2 or newer")
+    );
+}
+
+#[test]
+fn channel_graphs_of_the_fixture_have_the_expected_heads() {
+    let index = index();
+    let stable = index.channel_graph("etcd", "stable").unwrap();
+    assert_eq!(stable.head().name, "etcdoperator.v0.9.4");
+    let chain: Vec<&str> = stable.replaces_chain().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        chain,
+        [
+            "etcdoperator.v0.9.4",
+            "etcdoperator.v0.9.2",
+            "etcdoperator.v0.9.0",
+            "etcdoperator.v0.6.1"
+        ]
+    );
+    let alpha = index.channel_graph("etcd", "alpha").unwrap();
+    assert_eq!(alpha.head().name, "etcdoperator.v1.0.0-rc.1");
+}

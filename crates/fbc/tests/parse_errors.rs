@@ -1,0 +1,453 @@
+//! Bad input gives typed errors that name the file and document; nothing panics.
+
+// Test helpers outside #[test] functions unwrap too; a failure there is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use fbc::{
+    CatalogIndex, ChannelError, DeprecationReference, IndexError, LoadError, ParseError,
+    PropertyError, parse_files,
+};
+
+fn parse(files: &[(&str, &str)]) -> Result<fbc::Catalog, ParseError> {
+    parse_files(files.iter().map(|(p, c)| (*p, c.as_bytes())))
+}
+
+fn problems(files: &[(&str, &str)]) -> Vec<IndexError> {
+    match CatalogIndex::from_files(files.iter().map(|(p, c)| (*p, c.as_bytes()))) {
+        Err(LoadError::Invalid(e)) => e.problems,
+        Err(LoadError::Parse(e)) => panic!("expected a valid parse, got {e}"),
+        Ok(_) => panic!("expected an invalid catalog"),
+    }
+}
+
+const PACKAGE: &str = "schema: olm.package\nname: foo\ndefaultChannel: stable\n";
+
+fn bundle(name: &str, version: &str) -> String {
+    format!(
+        "schema: olm.bundle\npackage: foo\nname: {name}\nimage: example.com/foo:{version}\n\
+         properties:\n- type: olm.package\n  value: {{packageName: foo, version: {version}}}\n"
+    )
+}
+
+fn channel(name: &str, entries: &[&str]) -> String {
+    let mut out = format!("schema: olm.channel\npackage: foo\nname: {name}\nentries:\n");
+    for entry in entries {
+        out.push_str(&format!("- {entry}\n"));
+    }
+    out
+}
+
+#[test]
+fn malformed_json_names_the_file_and_the_failing_document() {
+    let err = parse(&[(
+        "foo/catalog.json",
+        "{\"schema\": \"olm.package\", \"name\": \"foo\"}\n{\"schema\": \"olm.bundle\",",
+    )])
+    .unwrap_err();
+    match &err {
+        ParseError::Json { file, document, .. } => {
+            assert_eq!(file, "foo/catalog.json");
+            assert_eq!(*document, 2);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(err.to_string().contains("foo/catalog.json document 2"));
+}
+
+#[test]
+fn malformed_yaml_names_the_file_and_the_failing_document() {
+    let err = parse(&[(
+        "foo.yaml",
+        "schema: olm.package\nname: foo\n---\nname: [unclosed\n",
+    )])
+    .unwrap_err();
+    assert!(
+        matches!(&err, ParseError::Yaml { file, document: 2, .. } if file == "foo.yaml"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_blob_without_schema_is_rejected_with_its_position_and_name() {
+    let err = parse(&[(
+        "a/b.yaml",
+        "schema: olm.package\nname: foo\n---\nname: orphan\n",
+    )])
+    .unwrap_err();
+    let ParseError::MissingSchema { location } = &err else {
+        panic!("unexpected {err:?}");
+    };
+    assert_eq!(location.file, "a/b.yaml");
+    assert_eq!(location.document, 2);
+    assert_eq!(location.name.as_deref(), Some("orphan"));
+    assert!(err.to_string().contains("a/b.yaml document 2"), "{err}");
+}
+
+#[test]
+fn a_document_that_is_not_an_object_is_rejected() {
+    let err = parse(&[("notes.yaml", "just some prose\n")]).unwrap_err();
+    assert!(matches!(err, ParseError::NotAnObject { .. }), "{err:?}");
+}
+
+#[test]
+fn a_bundle_without_package_is_rejected() {
+    let err = parse(&[(
+        "b.yaml",
+        "schema: olm.bundle\nname: foo.v1\nimage: x\nproperties: []\n",
+    )])
+    .unwrap_err();
+    let ParseError::MissingField { location, field } = &err else {
+        panic!("unexpected {err:?}");
+    };
+    assert_eq!(*field, "package");
+    assert_eq!(location.schema.as_deref(), Some("olm.bundle"));
+    assert_eq!(location.name.as_deref(), Some("foo.v1"));
+    assert!(err.to_string().contains("olm.bundle \"foo.v1\""), "{err}");
+}
+
+#[test]
+fn a_bundle_needs_exactly_one_matching_package_property() {
+    let none = parse(&[(
+        "b.yaml",
+        "schema: olm.bundle\npackage: foo\nname: foo.v1\nimage: x\n",
+    )])
+    .unwrap_err();
+    assert!(
+        matches!(none, ParseError::PackagePropertyCount { count: 0, .. }),
+        "{none:?}"
+    );
+
+    let two = format!(
+        "{}- type: olm.package\n  value: {{packageName: foo, version: 2.0.0}}\n",
+        bundle("foo.v1", "1.0.0")
+    );
+    let err = parse(&[("b.yaml", &two)]).unwrap_err();
+    assert!(
+        matches!(err, ParseError::PackagePropertyCount { count: 2, .. }),
+        "{err:?}"
+    );
+
+    let other = bundle("foo.v1", "1.0.0").replace("packageName: foo", "packageName: bar");
+    let err = parse(&[("b.yaml", &other)]).unwrap_err();
+    assert!(
+        matches!(&err, ParseError::PackagePropertyMismatch { property, .. } if property == "bar"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn an_invalid_bundle_version_names_the_property() {
+    let err = parse(&[("b.yaml", &bundle("foo.v1", "v1.0"))]).unwrap_err();
+    let ParseError::Property {
+        index,
+        type_name,
+        source,
+        ..
+    } = &err
+    else {
+        panic!("unexpected {err:?}");
+    };
+    assert_eq!(*index, 0);
+    assert_eq!(type_name, "olm.package");
+    assert!(matches!(source, PropertyError::Version { version, .. } if version == "v1.0"));
+}
+
+#[test]
+fn known_properties_with_the_wrong_shape_are_rejected() {
+    let text = format!(
+        "{}- type: olm.gvk\n  value: {{group: example.com}}\n",
+        bundle("foo.v1", "1.0.0")
+    );
+    let err = parse(&[("b.yaml", &text)]).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ParseError::Property {
+                index: 1,
+                source: PropertyError::Shape { .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    let text = format!(
+        "{}- type: olm.package.required\n  value: {{packageName: bar, versionRange: '>=1.0.0 ||'}}\n",
+        bundle("foo.v1", "1.0.0")
+    );
+    let err = parse(&[("b.yaml", &text)]).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ParseError::Property {
+                source: PropertyError::Range(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn an_ambiguous_olm_constraint_is_rejected() {
+    let text = format!(
+        "{}- type: olm.constraint\n  value:\n    gvk: {{group: g, version: v1, kind: K}}\n    package: {{packageName: bar, versionRange: '>=1.0.0'}}\n",
+        bundle("foo.v1", "1.0.0")
+    );
+    let err = parse(&[("b.yaml", &text)]).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ParseError::Property {
+                source: PropertyError::Constraint(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_field_of_the_wrong_type_is_a_shape_error() {
+    let err = parse(&[(
+        "c.json",
+        r#"{"schema": "olm.channel", "package": "foo", "name": "stable", "entries": "x"}"#,
+    )])
+    .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ParseError::Shape {
+                schema: "olm.channel",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn an_invalid_skip_range_names_the_entry() {
+    let text = channel(
+        "stable",
+        &["name: foo.v1", "name: foo.v2\n  skipRange: '>=1.0.0 <'"],
+    );
+    let err = parse(&[("c.yaml", &text)]).unwrap_err();
+    assert!(
+        matches!(&err, ParseError::SkipRange { entry, .. } if entry == "foo.v2"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_deprecation_of_an_unsupported_schema_is_rejected() {
+    let text = "schema: olm.deprecations\npackage: foo\nentries:\n- reference: {schema: olm.widget, name: w}\n  message: gone\n";
+    let err = parse(&[("d.yaml", text)]).unwrap_err();
+    assert!(
+        matches!(&err, ParseError::DeprecationSchema { schema, .. } if schema == "olm.widget"),
+        "{err:?}"
+    );
+    let text = "schema: olm.deprecations\npackage: foo\nentries:\n- reference: {schema: olm.bundle}\n  message: gone\n";
+    let err = parse(&[("d.yaml", text)]).unwrap_err();
+    assert!(matches!(err, ParseError::DeprecationName { .. }), "{err:?}");
+}
+
+#[test]
+fn an_invalid_indexignore_pattern_is_reported() {
+    let err = parse(&[
+        ("pkg/.indexignore", "[z-a].yaml\n"),
+        ("pkg/a.yaml", PACKAGE),
+    ])
+    .unwrap_err();
+    assert!(
+        matches!(&err, ParseError::IndexIgnore { file, .. } if file == "pkg/.indexignore"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn files_an_indexignore_would_hide_fail_without_it() {
+    let files = [("README.md", "# Title\n\nprose\n"), ("foo.yaml", PACKAGE)];
+    assert!(parse(&files).is_err());
+    let mut with_ignore = files.to_vec();
+    with_ignore.push((".indexignore", "*.md\n"));
+    assert_eq!(parse(&with_ignore).unwrap().packages.len(), 1);
+}
+
+#[test]
+fn a_missing_directory_is_a_read_error() {
+    let err = fbc::parse_dir("/definitely/not/here").unwrap_err();
+    assert!(matches!(err, ParseError::Read { .. }), "{err:?}");
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let inputs: [&[u8]; 8] = [
+        b"\xff\xfe\x00garbage",
+        b"{{{{",
+        b"- - - [",
+        b"schema: [1, 2]",
+        b"{\"schema\": 5}",
+        b"&a [*a, *a]",
+        b"\xEF\xBB\xBF{\"schema\": \"x\"}",
+        b"schema: olm.bundle\nproperties: 7\n",
+    ];
+    for input in inputs {
+        // Any outcome is fine as long as it is a value, not a panic.
+        let _ = parse_files([("f", input)]);
+    }
+    let ok = parse_files([("f", b"\xEF\xBB\xBF{\"schema\": \"x\"}".as_slice())]).unwrap();
+    assert_eq!(ok.others.len(), 1, "a UTF-8 byte order mark is skipped");
+}
+
+#[test]
+fn duplicate_packages_and_bundles_name_both_definitions() {
+    let b = bundle("foo.v1", "1.0.0");
+    let problems = problems(&[
+        ("a.yaml", PACKAGE),
+        ("b.yaml", PACKAGE),
+        ("c.yaml", &channel("stable", &["name: foo.v1"])),
+        ("d.yaml", &b),
+        ("e.yaml", &b),
+    ]);
+    assert!(problems.iter().any(|p| matches!(p,
+        IndexError::DuplicatePackage { name, location, first }
+            if name == "foo" && location.file == "b.yaml" && first.file == "a.yaml")));
+    assert!(problems.iter().any(|p| matches!(p,
+        IndexError::DuplicateBundle { name, location, first, .. }
+            if name == "foo.v1" && location.file == "e.yaml" && first.file == "d.yaml")));
+}
+
+#[test]
+fn duplicate_channels_and_versions_are_reported() {
+    let problems = problems(&[
+        ("p.yaml", PACKAGE),
+        (
+            "c1.yaml",
+            &channel(
+                "stable",
+                &["name: foo.v1", "name: foo.v1b\n  replaces: foo.v1"],
+            ),
+        ),
+        ("c2.yaml", &channel("stable", &["name: foo.v1"])),
+        ("b1.yaml", &bundle("foo.v1", "1.0.0")),
+        ("b2.yaml", &bundle("foo.v1b", "1.0.0")),
+    ]);
+    assert!(problems.iter().any(|p| matches!(p,
+        IndexError::DuplicateChannel { name, first, .. } if name == "stable" && first.file == "c1.yaml")));
+    assert!(problems.iter().any(|p| matches!(p,
+        IndexError::DuplicateVersion { bundles, .. } if bundles == &["foo.v1", "foo.v1b"])));
+}
+
+#[test]
+fn references_to_missing_packages_channels_and_bundles_are_reported() {
+    let stray = bundle("bar.v1", "1.0.0").replace("package: foo", "package: bar");
+    let stray = stray.replace("packageName: foo", "packageName: bar");
+    let problems = problems(&[
+        ("p.yaml", &PACKAGE.replace("stable", "fast")),
+        (
+            "c.yaml",
+            &channel(
+                "stable",
+                &["name: foo.v1", "name: foo.v2\n  replaces: foo.v1"],
+            ),
+        ),
+        ("b.yaml", &bundle("foo.v1", "1.0.0")),
+        ("o.yaml", &bundle("foo.v3", "3.0.0")),
+        ("s.yaml", &stray),
+        (
+            "d.yaml",
+            "schema: olm.deprecations\npackage: foo\nentries:\n- reference: {schema: olm.channel, name: beta}\n  message: gone\n",
+        ),
+    ]);
+    let has = |f: &dyn Fn(&IndexError) -> bool| problems.iter().any(f);
+    assert!(has(
+        &|p| matches!(p, IndexError::UnknownDefaultChannel { channel, .. } if channel == "fast")
+    ));
+    assert!(has(
+        &|p| matches!(p, IndexError::UnknownPackage { package, .. } if package == "bar")
+    ));
+    assert!(has(
+        &|p| matches!(p, IndexError::BundleNotInChannel { name, .. } if name == "foo.v3")
+    ));
+    assert!(has(&|p| matches!(p,
+        IndexError::Channel { source: ChannelError::MissingBundles(names), .. } if names == &["foo.v2"])));
+    assert!(has(&|p| matches!(p,
+        IndexError::UnknownDeprecationTarget { reference: DeprecationReference::Channel(c), .. } if c == "beta")));
+}
+
+#[test]
+fn a_bundle_without_image_is_invalid_unless_it_inlines_objects() {
+    let no_image = bundle("foo.v1", "1.0.0").replace("image: example.com/foo:1.0.0\n", "");
+    let problems = problems(&[
+        ("p.yaml", PACKAGE),
+        ("c.yaml", &channel("stable", &["name: foo.v1"])),
+        ("b.yaml", &no_image),
+    ]);
+    assert!(
+        matches!(problems.as_slice(), [IndexError::BundleWithoutImage { name, .. }] if name == "foo.v1")
+    );
+
+    let inline = format!("{no_image}- type: olm.bundle.object\n  value: {{data: e30=}}\n");
+    let index = CatalogIndex::from_files([
+        ("p.yaml", PACKAGE),
+        ("c.yaml", channel("stable", &["name: foo.v1"]).as_str()),
+        ("b.yaml", inline.as_str()),
+    ])
+    .unwrap();
+    assert!(index.bundle("foo", "foo.v1").unwrap().has_inline_objects());
+}
+
+#[test]
+fn a_catalog_error_lists_every_problem_with_its_cause() {
+    let err = match CatalogIndex::from_files([
+        ("p.yaml", PACKAGE),
+        (
+            "c.yaml",
+            channel("stable", &["name: foo.v1", "name: foo.v2"]).as_str(),
+        ),
+        ("b1.yaml", bundle("foo.v1", "1.0.0").as_str()),
+        ("b2.yaml", bundle("foo.v2", "2.0.0").as_str()),
+        (
+            "x.yaml",
+            "schema: olm.channel\npackage: ghost\nname: stable\nentries: [{name: g}]\n",
+        ),
+    ]) {
+        Err(LoadError::Invalid(err)) => err,
+        other => panic!("unexpected {other:?}"),
+    };
+    assert_eq!(err.problems.len(), 2, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("2 problems"), "{text}");
+    assert!(text.contains("several heads: foo.v1, foo.v2"), "{text}");
+    assert!(text.contains("unknown package \"ghost\""), "{text}");
+}
+
+#[test]
+fn a_package_without_channels_is_invalid() {
+    let problems = problems(&[("p.yaml", "schema: olm.package\nname: foo\n")]);
+    assert!(
+        matches!(problems.as_slice(), [IndexError::PackageWithoutChannels { package, .. }] if package == "foo"),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn deprecation_blobs_and_entries_must_be_unique_per_package() {
+    let deprecations = "schema: olm.deprecations\npackage: foo\nentries:\n\
+        - reference: {schema: olm.bundle, name: foo.v1}\n  message: old\n\
+        - reference: {schema: olm.bundle, name: foo.v1}\n  message: older\n";
+    let problems = problems(&[
+        ("p.yaml", PACKAGE),
+        ("c.yaml", &channel("stable", &["name: foo.v1"])),
+        ("b.yaml", &bundle("foo.v1", "1.0.0")),
+        ("d1.yaml", deprecations),
+        ("d2.yaml", deprecations),
+    ]);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems.iter().any(|p| matches!(p,
+        IndexError::DuplicateDeprecationEntry { reference: DeprecationReference::Bundle(b), .. } if b == "foo.v1")));
+    assert!(problems.iter().any(|p| matches!(p,
+        IndexError::DuplicateDeprecations { location, first, .. }
+            if location.file == "d2.yaml" && first.file == "d1.yaml")));
+}
