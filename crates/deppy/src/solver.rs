@@ -1,0 +1,168 @@
+//! The entry point: validate, encode, check, search, minimise.
+
+use std::collections::HashSet;
+
+use crate::encode::{Lit, encode};
+use crate::error::{NotSatisfiable, SolveError};
+use crate::explain::explain;
+use crate::minimise::minimise;
+use crate::model::{Identifier, Variable};
+use crate::problem::Problem;
+use crate::propagate::Propagator;
+use crate::sat::Sat;
+use crate::search::search;
+
+/// Solves one problem with deppy's choice semantics.
+///
+/// Construction validates the input; [`Solver::solve`] may be called any number of times and
+/// gives the same answer each time.
+pub struct Solver {
+    problem: Problem,
+}
+
+impl Solver {
+    /// Validates `variables`: identifiers must be unique and every identifier a constraint
+    /// names must belong to one of them.
+    pub fn new(variables: Vec<Variable>) -> Result<Self, SolveError> {
+        Ok(Self {
+            problem: Problem::new(variables)?,
+        })
+    }
+
+    /// The variables as given.
+    pub fn variables(&self) -> &[Variable] {
+        &self.problem.variables
+    }
+
+    /// Finds deppy's selection, or the constraints that rule every selection out.
+    ///
+    /// The selection starts from the mandatory variables, in input order, and follows
+    /// dependencies breadth first, each taking its most preferred candidate that is
+    /// consistent with the choices made before it; a dependency with a candidate already
+    /// chosen is satisfied outright, and one whose candidates all fail is left to the SAT
+    /// solver. This is deppy's depth-first search over guesses with perfect pruning, and
+    /// deppy's answer whenever unit propagation refutes its failing guesses. Variables not
+    /// chosen this way are selected only when the constraints force them, and then as few as
+    /// possible (among those true in the search's model, as in deppy).
+    ///
+    /// An unsatisfiable problem yields [`SolveError::NotSatisfiable`] with a minimal set of
+    /// applied constraints, in input order; shrinking the solver's core stops after 256
+    /// solves, deterministically, in which case the set is sufficient but maybe not minimal.
+    pub fn solve(&self) -> Result<Solution, SolveError> {
+        let problem = &self.problem;
+        let encoding = encode(problem)?;
+        let mut stats = Stats {
+            variables: problem.variables.len(),
+            constraints: problem.applied.len(),
+            sat_variables: encoding.cnf.num_vars(),
+            clauses: encoding.cnf.num_clauses(),
+            literals: encoding.cnf.num_lits(),
+            ..Stats::default()
+        };
+        let mut sat = Sat::load(&encoding.cnf);
+        let selectors: Vec<Lit> = (0..problem.applied.len())
+            .map(|j| encoding.selector(j))
+            .collect();
+
+        if !sat.solve(&selectors)? {
+            let core = explain(&mut sat, &selectors)?;
+            let mut constraints = Vec::with_capacity(core.len());
+            for j in core {
+                constraints.push(
+                    problem
+                        .applied_constraint(j)
+                        .ok_or(SolveError::Internal("core names an unknown constraint"))?,
+                );
+            }
+            return Err(NotSatisfiable(constraints).into());
+        }
+        // Satisfiable with every constraint on: from here on they are facts.
+        for &selector in &selectors {
+            sat.add_clause(&[selector]);
+        }
+        drop(selectors);
+
+        let num_vars = encoding.cnf.num_vars();
+        let (lits, ends) = encoding.cnf.into_parts();
+        let mut propagator = Propagator::new(num_vars, lits, ends);
+        if propagator.is_inconsistent() {
+            return Err(SolveError::Internal(
+                "propagation refuted a satisfiable problem",
+            ));
+        }
+        let guesses = search(problem, &mut propagator, &mut sat)?;
+        drop(propagator);
+        let selected = minimise(&mut sat, problem.num_vars(), num_vars, &guesses.vars)?;
+
+        stats.guesses = guesses.vars.len();
+        stats.corrections = guesses.corrections;
+        stats.sat_calls = sat.calls();
+        let ids: Vec<Identifier> = selected
+            .iter()
+            .map(|&v| problem.variables[v as usize].id.clone())
+            .collect();
+        Ok(Solution {
+            lookup: ids.iter().cloned().collect(),
+            selected: ids,
+            indices: selected.into_iter().map(|v| v as usize).collect(),
+            stats,
+        })
+    }
+}
+
+/// Solves `variables` in one call; see [`Solver::solve`].
+pub fn solve(variables: Vec<Variable>) -> Result<Solution, SolveError> {
+    Solver::new(variables)?.solve()
+}
+
+/// The selected variables, in input order.
+#[derive(Clone, Debug)]
+pub struct Solution {
+    selected: Vec<Identifier>,
+    indices: Vec<usize>,
+    lookup: HashSet<Identifier>,
+    stats: Stats,
+}
+
+impl Solution {
+    /// Identifiers of the selected variables, in input order.
+    pub fn selected(&self) -> &[Identifier] {
+        &self.selected
+    }
+
+    /// Positions of the selected variables in the input, ascending.
+    pub fn indices(&self) -> &[usize] {
+        &self.indices
+    }
+
+    /// Whether the variable named `id` is selected.
+    pub fn is_selected(&self, id: &str) -> bool {
+        self.lookup.contains(id)
+    }
+
+    /// Size of the encoding and the work done, for logs and benchmarks.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
+/// Size of a problem's encoding and the work spent solving it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Input variables.
+    pub variables: usize,
+    /// Applied constraints (one selector literal each).
+    pub constraints: usize,
+    /// SAT variables before minimisation: input variables, selectors and counter registers.
+    pub sat_variables: u32,
+    /// Clauses before minimisation.
+    pub clauses: usize,
+    /// Literals in those clauses, selectors not counted.
+    pub literals: usize,
+    /// Variables chosen by the preference search.
+    pub guesses: usize,
+    /// Times a full solve refuted guesses that propagation had accepted.
+    pub corrections: u32,
+    /// Calls to the SAT solver.
+    pub sat_calls: u32,
+}
