@@ -20,7 +20,7 @@ help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: test
-test: lint unit integration ## everything CI runs: lint, unit tests, integration tests on a real control plane
+test: lint verify unit integration ## everything CI runs: lint, CRD drift, unit tests, integration tests on a real control plane
 
 .PHONY: lint
 lint: fmt-check clippy ## rustfmt and clippy (warnings are errors)
@@ -38,6 +38,14 @@ fmt: ## format Rust and Go sources
 .PHONY: clippy
 clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+.PHONY: generate
+generate: ## regenerate deploy/crds and deploy/compat from the API crates
+	cargo run --locked -q -p crdgen -- deploy
+
+.PHONY: verify
+verify: ## fail when deploy/ differs from what the API crates generate
+	cargo run --locked -q -p crdgen -- --check deploy
 
 .PHONY: unit
 unit: ## unit tests (no cluster needed)

@@ -2,7 +2,7 @@
 //! registered watch has synced, and `/metrics` and `/livez` answer.
 
 // Test code: a failed unwrap is a failed test, with its message.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! takes over when the leader stops (released lease) or dies (expired lease).
 
 // Test code: a failed unwrap is a failed test, with its message.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

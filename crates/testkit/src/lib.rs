@@ -9,11 +9,15 @@
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
-use kube::{Api, Client};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::{Api, Client, ResourceExt};
+use serde::Deserialize;
 
 const HOW_TO_START: &str = "integration tests need a cluster: run `make test`, or \
      `export KUBECONFIG=$(hack/cluster up | tail -n1)` and then `cargo test --test '*'`";
@@ -109,6 +113,120 @@ where
             panic!("timed out after {timeout:?} waiting for {what}; last observed: {last}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A path relative to the workspace root (e.g. `deploy/crds`).
+pub fn workspace_path(relative: impl AsRef<Path>) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(relative)
+}
+
+/// Server-side applies every document of a multi-document YAML manifest (field manager
+/// `testkit`) and returns the applied objects. Kinds are looked up by discovery, so CRDs
+/// must be established before their custom resources are applied.
+pub async fn apply_manifests(client: &Client, yaml: &str) -> Vec<DynamicObject> {
+    let mut applied = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(yaml) {
+        let value = serde_json::Value::deserialize(document)
+            .unwrap_or_else(|err| panic!("failed to parse manifest: {err}"));
+        if value.is_null() {
+            continue;
+        }
+        let object: DynamicObject = serde_json::from_value(value)
+            .unwrap_or_else(|err| panic!("failed to read object from manifest: {err}"));
+        let types = object
+            .types
+            .clone()
+            .expect("manifest object without apiVersion/kind");
+        let gvk = GroupVersionKind::try_from(&types)
+            .unwrap_or_else(|err| panic!("bad apiVersion {}: {err}", types.api_version));
+        let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
+            .await
+            .unwrap_or_else(|err| panic!("failed to discover {gvk:?}: {err}"));
+        let api: Api<DynamicObject> = match (&capabilities.scope, object.namespace()) {
+            (kube::discovery::Scope::Namespaced, Some(ns)) => {
+                Api::namespaced_with(client.clone(), &ns, &resource)
+            }
+            (kube::discovery::Scope::Namespaced, None) => {
+                Api::default_namespaced_with(client.clone(), &resource)
+            }
+            (kube::discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
+        };
+        let name = object.name_any();
+        let result = api
+            .patch(
+                &name,
+                &PatchParams::apply("testkit").force(),
+                &Patch::Apply(&object),
+            )
+            .await
+            .unwrap_or_else(|err| panic!("failed to apply {} {name}: {err}", types.kind));
+        applied.push(result);
+    }
+    applied
+}
+
+/// Applies every `.yaml` file of a directory of the workspace (sorted by name, skipping
+/// `kustomization.yaml`).
+pub async fn apply_dir(client: &Client, relative: impl AsRef<Path>) -> Vec<DynamicObject> {
+    let dir = workspace_path(relative);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("failed to read {}: {err}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| {
+            path.extension().is_some_and(|ext| ext == "yaml")
+                && path
+                    .file_name()
+                    .is_some_and(|name| name != "kustomization.yaml")
+        })
+        .collect();
+    files.sort();
+    let mut applied = Vec::new();
+    for file in files {
+        let yaml = std::fs::read_to_string(&file)
+            .unwrap_or_else(|err| panic!("failed to read {}: {err}", file.display()));
+        applied.extend(apply_manifests(client, &yaml).await);
+    }
+    applied
+}
+
+/// Applies the project's CRDs (`deploy/crds` and `deploy/compat`) and waits until every
+/// one is Established.
+pub async fn install_crds(client: &Client) {
+    let mut names: Vec<String> = apply_dir(client, "deploy/crds")
+        .await
+        .iter()
+        .map(|o| o.name_any())
+        .collect();
+    names.extend(
+        apply_dir(client, "deploy/compat")
+            .await
+            .iter()
+            .map(|o| o.name_any()),
+    );
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for name in names {
+        wait_for(
+            &format!("CRD {name} to be Established"),
+            Duration::from_secs(60),
+            || async {
+                let crd = crds.get(&name).await.map_err(|e| e.to_string())?;
+                let established = crd
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                if established {
+                    Ok(())
+                } else {
+                    Err("not Established".to_owned())
+                }
+            },
+        )
+        .await;
     }
 }
 

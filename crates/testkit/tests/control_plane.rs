@@ -2,7 +2,7 @@
 //! alone (no scheduler, no kwok, no controller manager) or on a fake.
 
 // Test code: a failed unwrap is a failed test, with its message.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 

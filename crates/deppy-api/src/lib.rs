@@ -1,0 +1,25 @@
+//! The `deppy.io/v1alpha1` API: where installable content is listed ([`Catalog`]) and
+//! which of it a consumer needs ([`ActiveResolution`]). Both kinds are cluster-scoped.
+//! Deppy resolves; it never installs.
+
+pub mod active_resolution;
+pub mod catalog;
+pub mod conditions;
+
+pub use active_resolution::{
+    ActiveResolution, ActiveResolutionSpec, ActiveResolutionStatus, Constraint, GvkRequirement,
+    InstalledPackage, PackageRequirement, ProhibitedPackage, ResolvedEntity,
+};
+pub use api_common::{Condition, ContentRef, SecretRef};
+pub use catalog::{
+    Catalog, CatalogSource, CatalogSpec, CatalogStatus, ConfigMapCatalogSource, ImageCatalogSource,
+};
+
+/// The API group.
+pub const GROUP: &str = "deppy.io";
+/// The API version.
+pub const VERSION: &str = "v1alpha1";
+
+/// Annotation on an ActiveResolution naming the activator class that turns its
+/// selections into installable entities, e.g. `PlatformOperator`.
+pub const ACTIVATOR_CLASS_ANNOTATION: &str = "deppy.io/v1alpha1/activator-class";

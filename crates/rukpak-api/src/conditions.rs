@@ -1,0 +1,40 @@
+//! Condition types and reasons of the RukPak API, and the Bundle phases.
+
+/// Bundle: whether the content has been unpacked into the content store.
+pub const TYPE_UNPACKED: &str = "Unpacked";
+/// BundleDeployment: whether the desired Bundle exists and unpacked.
+pub const TYPE_HAS_VALID_BUNDLE: &str = "HasValidBundle";
+/// BundleDeployment: whether the Bundle's objects are applied.
+pub const TYPE_INSTALLED: &str = "Installed";
+/// BundleDeployment: whether the applied objects are healthy.
+pub const TYPE_HEALTHY: &str = "Healthy";
+
+/// Reasons, shared by the condition types above.
+pub mod reasons {
+    /// Unpacking has not started (or waits for an upload).
+    pub const UNPACK_PENDING: &str = "UnpackPending";
+    /// Unpacking is under way.
+    pub const UNPACKING: &str = "Unpacking";
+    /// The content is in the content store.
+    pub const UNPACK_SUCCESSFUL: &str = "UnpackSuccessful";
+    /// The source could not be fetched or its content is invalid.
+    pub const UNPACK_FAILED: &str = "UnpackFailed";
+    /// The unpacked content could not be loaded or converted.
+    pub const BUNDLE_LOAD_FAILED: &str = "BundleLoadFailed";
+    /// Generating or reconciling the Bundle of a template failed.
+    pub const RECONCILE_FAILED: &str = "ReconcileFailed";
+    /// Every object was applied.
+    pub const INSTALLATION_SUCCEEDED: &str = "InstallationSucceeded";
+    /// The first install failed.
+    pub const INSTALL_FAILED: &str = "InstallFailed";
+    /// A pivot to a new Bundle failed; the previous objects stay.
+    pub const UPGRADE_FAILED: &str = "UpgradeFailed";
+    /// Writes are suspended by `spec.paused`.
+    pub const PAUSED: &str = "Paused";
+    /// Every applied object reports healthy.
+    pub const HEALTHY: &str = "Healthy";
+    /// At least one applied object reports unhealthy.
+    pub const UNHEALTHY: &str = "Unhealthy";
+    /// Health is not evaluated because installation did not succeed.
+    pub const INSTALLATION_STATUS_FALSE: &str = "InstallationStatusFalse";
+}
