@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 use kube::CustomResourceExt;
 
 /// Writes or checks the generated CRDs.
@@ -64,11 +66,60 @@ fn file_name(crd: &CustomResourceDefinition) -> String {
 }
 
 fn render(crd: &CustomResourceDefinition) -> Result<String, Error> {
-    let body = serde_yaml_ng::to_string(crd).map_err(|source| Error::Serialise {
+    let mut crd = crd.clone();
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            unwrap_descriptions(schema);
+        }
+    }
+    let body = serde_yaml_ng::to_string(&crd).map_err(|source| Error::Serialise {
         name: crd.metadata.name.clone().unwrap_or_default(),
         source,
     })?;
     Ok(format!("{HEADER}{body}"))
+}
+
+/// Joins the lines of every description into paragraphs. Doc comments are wrapped at the
+/// source's line width; `kubectl explain` wraps again, so kept line breaks would make
+/// ragged text. Blank lines (paragraph breaks) stay.
+fn unwrap_descriptions(schema: &mut JSONSchemaProps) {
+    if let Some(description) = schema.description.as_mut() {
+        *description = description
+            .split("\n\n")
+            .map(|paragraph| {
+                paragraph
+                    .split('\n')
+                    .map(str::trim)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+    }
+    let children = schema
+        .properties
+        .iter_mut()
+        .flat_map(|props| props.values_mut())
+        .chain(schema.items.as_mut().and_then(|items| match items {
+            JSONSchemaPropsOrArray::Schema(item) => Some(item.as_mut()),
+            JSONSchemaPropsOrArray::Schemas(_) => None,
+        }))
+        .chain(
+            schema
+                .additional_properties
+                .as_mut()
+                .and_then(|extra| match extra {
+                    JSONSchemaPropsOrBool::Schema(inner) => Some(inner.as_mut()),
+                    JSONSchemaPropsOrBool::Bool(_) => None,
+                }),
+        );
+    for child in children {
+        unwrap_descriptions(child);
+    }
 }
 
 /// Every generated file, relative to the deploy directory.
@@ -197,6 +248,40 @@ mod tests {
             );
         }
         assert_eq!(files.len(), project_crds().len() + 2);
+    }
+
+    #[test]
+    fn descriptions_are_unwrapped_into_paragraphs_at_every_depth() {
+        let mut schema: JSONSchemaProps = serde_json::from_value(serde_json::json!({
+            "description": "one\ntwo\n\nthree",
+            "properties": { "list": { "items": { "description": "a\n  b" } } }
+        }))
+        .unwrap();
+        unwrap_descriptions(&mut schema);
+        assert_eq!(schema.description.as_deref(), Some("one two\n\nthree"));
+        let item =
+            serde_json::to_value(&schema).unwrap()["properties"]["list"]["items"]["description"]
+                .clone();
+        assert_eq!(item, "a b");
+    }
+
+    #[test]
+    fn rendered_crds_keep_no_wrapped_description_lines() {
+        for crd in project_crds() {
+            let rendered: CustomResourceDefinition =
+                serde_yaml_ng::from_str(&render(&crd).unwrap()).unwrap();
+            let mut again = rendered.clone();
+            for version in &mut again.spec.versions {
+                if let Some(schema) = version
+                    .schema
+                    .as_mut()
+                    .and_then(|s| s.open_api_v3_schema.as_mut())
+                {
+                    unwrap_descriptions(schema);
+                }
+            }
+            assert_eq!(again, rendered, "{}", file_name(&crd));
+        }
     }
 
     #[test]

@@ -246,7 +246,7 @@ async fn a_bundle_deployment_round_trips() {
                 namespace: "etcd-system".into(),
                 name: "installer".into(),
             }),
-            collision_protection: Some(CollisionProtection::IfNoController),
+            collision_protection: CollisionProtection::IfNoController,
         },
     );
     let status = BundleDeploymentStatus {

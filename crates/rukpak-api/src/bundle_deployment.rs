@@ -68,8 +68,8 @@ pub struct BundleDeploymentSpec {
     /// What to do when an object of the Bundle already exists and is not managed by this
     /// BundleDeployment: `Prevent` (default) refuses; `IfNoController` adopts objects with
     /// no controller owner; `None` adopts anything.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub collision_protection: Option<CollisionProtection>,
+    #[serde(default)]
+    pub collision_protection: CollisionProtection,
 }
 
 /// The Bundle a BundleDeployment installs.
