@@ -1,0 +1,291 @@
+//! Which bundles can satisfy a requirement, and in which order they are preferred.
+//!
+//! The unit of choice is an [`Offer`]: a bundle as one channel of one catalog offers it, since
+//! a selection (`catalog:package:version:channel`) names the channel too. A bundle in two
+//! channels is two offers; at most one of them is selected, as at most one bundle per package
+//! is.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+use fbc::{
+    Bundle, CatalogIndex, ChannelGraph, ConstraintError, ConstraintExpr, Gvk, Property, Version,
+    VersionRange,
+};
+
+use crate::catalog::NamedCatalog;
+
+/// A bundle in one channel of one catalog.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Offer<'a> {
+    /// Position of the catalog in the name-sorted source list.
+    pub(crate) source: usize,
+    /// The bundle.
+    pub(crate) bundle: &'a Bundle,
+    /// The channel offering it.
+    pub(crate) channel: &'a str,
+}
+
+/// An offer with everything the preference order looks at.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ranked<'a> {
+    pub(crate) offer: Offer<'a>,
+    pub(crate) catalog: &'a str,
+    pub(crate) priority: i32,
+    /// The bundle, its channel or its whole package carries a deprecation notice.
+    pub(crate) deprecated: bool,
+    /// The channel is its package's default channel in this catalog.
+    pub(crate) default_channel: bool,
+}
+
+impl<'a> Ranked<'a> {
+    pub(crate) fn new(sources: &[NamedCatalog<'a>], offer: Offer<'a>) -> Option<Self> {
+        let source = sources.get(offer.source)?;
+        let (index, package) = (source.index, offer.bundle.package.as_str());
+        Some(Self {
+            offer,
+            catalog: source.name,
+            priority: source.priority,
+            deprecated: index
+                .bundle_deprecation(package, &offer.bundle.name)
+                .is_some()
+                || index.channel_deprecation(package, offer.channel).is_some()
+                || index.package_deprecation(package).is_some(),
+            default_channel: index
+                .package(package)
+                .and_then(|p| p.default_channel.as_deref())
+                == Some(offer.channel),
+        })
+    }
+}
+
+/// The preference order of candidates, most preferred first.
+///
+/// Non-deprecated before deprecated; then by package name, which only matters when the
+/// candidates of an API requirement span packages (deppy's OLM extension grouped by package
+/// the same way); then the package's default channel before other channels; then newest
+/// version first; then higher catalog priority; then catalog name, channel name and bundle
+/// name, so that the order is total and independent of input order.
+pub(crate) fn preference(a: &Ranked<'_>, b: &Ranked<'_>) -> Ordering {
+    let (x, y) = (a.offer.bundle, b.offer.bundle);
+    a.deprecated
+        .cmp(&b.deprecated)
+        .then_with(|| x.package.cmp(&y.package))
+        .then_with(|| b.default_channel.cmp(&a.default_channel))
+        .then_with(|| fbc::compare_precedence(&y.version, &x.version))
+        .then_with(|| y.version.build.cmp(&x.version.build))
+        .then_with(|| b.priority.cmp(&a.priority))
+        .then_with(|| a.catalog.cmp(b.catalog))
+        .then_with(|| a.offer.channel.cmp(b.offer.channel))
+        .then_with(|| x.name.cmp(&y.name))
+}
+
+/// Adds one offer per channel of `index` that contains each bundle (only `channel`, if given).
+fn push_offers<'a>(
+    out: &mut Vec<Offer<'a>>,
+    source: usize,
+    index: &'a CatalogIndex,
+    bundles: impl IntoIterator<Item = &'a Bundle>,
+    channel: Option<&str>,
+) {
+    // Bundles arrive grouped by package; look the package's channels up once per group
+    // rather than once per bundle.
+    let mut package: Option<&str> = None;
+    let mut graphs: Vec<(&'a str, &'a ChannelGraph)> = Vec::new();
+    for bundle in bundles {
+        if package != Some(bundle.package.as_str()) {
+            package = Some(&bundle.package);
+            graphs = index
+                .channels(&bundle.package)
+                .filter(|c| channel.is_none_or(|wanted| wanted == c.name))
+                .filter_map(|c| Some((c.name.as_str(), index.channel_graph(&c.package, &c.name)?)))
+                .collect();
+        }
+        for &(name, graph) in &graphs {
+            if graph.contains(&bundle.name) {
+                out.push(Offer {
+                    source,
+                    bundle,
+                    channel: name,
+                });
+            }
+        }
+    }
+}
+
+/// Offers of `package`, in `channel` and `range` when given, from every source.
+pub(crate) fn package<'a>(
+    sources: &[NamedCatalog<'a>],
+    package: &str,
+    channel: Option<&str>,
+    range: Option<&VersionRange>,
+) -> Vec<Offer<'a>> {
+    let mut out = Vec::new();
+    for (source, catalog) in sources.iter().enumerate() {
+        let bundles = catalog.index.bundles_matching(package, channel, range);
+        push_offers(&mut out, source, catalog.index, bundles, channel);
+    }
+    out
+}
+
+/// Offers of bundles that provide `gvk`, from every source.
+pub(crate) fn providers<'a>(sources: &[NamedCatalog<'a>], gvk: &Gvk) -> Vec<Offer<'a>> {
+    let mut out = Vec::new();
+    for (source, catalog) in sources.iter().enumerate() {
+        push_offers(
+            &mut out,
+            source,
+            catalog.index,
+            catalog.index.providers(gvk),
+            None,
+        );
+    }
+    out
+}
+
+/// One dependency a bundle declares, borrowed from the catalog.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Requirement<'a> {
+    /// `olm.package.required`.
+    Package {
+        name: &'a str,
+        range: &'a VersionRange,
+    },
+    /// `olm.gvk.required`.
+    Gvk(&'a Gvk),
+    /// `olm.constraint`.
+    Constraint(&'a fbc::Constraint),
+}
+
+/// The bundle's dependencies in property order: what `Bundle::requirements` lists, without
+/// cloning every range for every bundle visited.
+pub(crate) fn requirements(bundle: &Bundle) -> impl Iterator<Item = Requirement<'_>> {
+    bundle
+        .properties
+        .iter()
+        .filter_map(|property| match property {
+            Property::PackageRequired(required) => Some(Requirement::Package {
+                name: &required.package_name,
+                range: &required.version_range,
+            }),
+            Property::GvkRequired(gvk) => Some(Requirement::Gvk(gvk)),
+            Property::Constraint(constraint) => Some(Requirement::Constraint(constraint)),
+            _ => None,
+        })
+}
+
+/// Offers of bundles that satisfy an `olm.constraint`, from every source. Fails when the
+/// constraint cannot be evaluated (CEL rules, unknown kinds).
+pub(crate) fn matching<'a>(
+    sources: &[NamedCatalog<'a>],
+    constraint: &fbc::Constraint,
+) -> Result<Vec<Offer<'a>>, ConstraintError> {
+    let mut out = Vec::new();
+    for (source, catalog) in sources.iter().enumerate() {
+        let index = catalog.index;
+        let pool = pool(index, &constraint.expr)
+            .unwrap_or_else(|| index.catalog().bundles.iter().collect());
+        let mut matched = Vec::new();
+        for bundle in pool {
+            if constraint.matches(bundle)? {
+                matched.push(bundle);
+            }
+        }
+        push_offers(&mut out, source, index, matched, None);
+    }
+    Ok(out)
+}
+
+/// The bundles of `index` that can possibly satisfy `expr`, or `None` for "any bundle": a cheap
+/// superset from the index, so that only it is evaluated rather than the whole catalog.
+fn pool<'a>(index: &'a CatalogIndex, expr: &ConstraintExpr) -> Option<Vec<&'a Bundle>> {
+    match expr {
+        ConstraintExpr::Gvk(gvk) => Some(index.providers(gvk).collect()),
+        ConstraintExpr::Package { package_name, .. } => Some(index.bundles(package_name).collect()),
+        // Every child must hold, so the smallest child pool bounds the result.
+        ConstraintExpr::All(children) => children
+            .iter()
+            .filter_map(|child| pool(index, &child.expr))
+            .min_by_key(Vec::len),
+        // Some child must hold: the union of their pools, unless one is unbounded.
+        ConstraintExpr::Any(children) => {
+            let mut union: Vec<&Bundle> = Vec::new();
+            let mut seen: HashSet<(&str, &str)> = HashSet::new();
+            for child in children {
+                for bundle in pool(index, &child.expr)? {
+                    if seen.insert((&bundle.package, &bundle.name)) {
+                        union.push(bundle);
+                    }
+                }
+            }
+            Some(union)
+        }
+        ConstraintExpr::Not(_) | ConstraintExpr::Cel { .. } | ConstraintExpr::Unknown(_) => None,
+    }
+}
+
+/// Where an installed bundle can go: its direct upgrades, and the bundle itself.
+#[derive(Debug, Default)]
+pub(crate) struct Upgrades<'a> {
+    /// Offers that replace, skip or skipRange-include the installed bundle.
+    pub(crate) successors: Vec<Offer<'a>>,
+    /// Offers of the installed version itself.
+    pub(crate) current: Vec<Offer<'a>>,
+}
+
+/// The upgrades of `package` installed at `version`, in every channel of every source.
+///
+/// The installed bundle is identified by version. Its name, which `replaces` and `skips`
+/// refer to, is taken from every catalog that has that version; when none does, only
+/// skipRange edges can lead away from it.
+pub(crate) fn upgrades<'a>(
+    sources: &[NamedCatalog<'a>],
+    package: &str,
+    version: &Version,
+) -> Upgrades<'a> {
+    let same_version = |bundle: &Bundle| fbc::compare_precedence(&bundle.version, version).is_eq();
+    let mut names: Vec<&str> = sources
+        .iter()
+        .flat_map(|catalog| catalog.index.bundles(package))
+        .filter(|bundle| same_version(bundle))
+        .map(|bundle| bundle.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        // No entry has an empty name, so this matches skipRange edges only.
+        names.push("");
+    }
+
+    let mut upgrades = Upgrades::default();
+    for (source, catalog) in sources.iter().enumerate() {
+        let index = catalog.index;
+        for channel in index.channels(package) {
+            let Some(graph) = index.channel_graph(package, &channel.name) else {
+                continue;
+            };
+            let offer = |bundle| Offer {
+                source,
+                bundle,
+                channel: &channel.name,
+            };
+            for entry in graph.entries() {
+                if let Some(bundle) = index.bundle(package, &entry.name)
+                    && same_version(bundle)
+                {
+                    upgrades.current.push(offer(bundle));
+                }
+            }
+            for name in &names {
+                for entry in graph.successors(name, Some(version)) {
+                    if let Some(bundle) = index.bundle(package, &entry.name)
+                        && !same_version(bundle)
+                    {
+                        upgrades.successors.push(offer(bundle));
+                    }
+                }
+            }
+        }
+    }
+    upgrades
+}

@@ -1,0 +1,188 @@
+//! The entry point: check the request, build the problem, solve, and report selections or an
+//! explanation together with the problem's size and the time spent.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use deppy::{SolveError, Solver};
+
+use crate::catalog::{self, NamedCatalog};
+use crate::constraint::{Checked, Constraint};
+use crate::error::{ResolveError, Unsatisfiable};
+use crate::selection::Selection;
+use crate::variables::{self, Problem};
+
+/// What to resolve: constraints, and optionally which catalogs to draw from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    /// Names of the catalogs to use; all catalogs when empty (`ActiveResolution.spec.sources`).
+    pub sources: Vec<String>,
+    /// What the selection must satisfy. Repeated constraints count once.
+    pub constraints: Vec<Constraint>,
+}
+
+impl Request {
+    /// A request over all catalogs.
+    pub fn new(constraints: impl IntoIterator<Item = Constraint>) -> Self {
+        Self {
+            sources: Vec::new(),
+            constraints: constraints.into_iter().collect(),
+        }
+    }
+
+    /// The same request restricted to the named catalogs.
+    #[must_use]
+    pub fn with_sources<S: Into<String>>(mut self, sources: impl IntoIterator<Item = S>) -> Self {
+        self.sources = sources.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// Size of a resolution problem and where the time went, for logs and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Solver variables: request constraints, bundle offers and uniqueness rules.
+    pub variables: usize,
+    /// Bundle offers among the variables (a bundle in one channel of one catalog).
+    pub bundles: usize,
+    /// Constraints applied to the variables.
+    pub constraints: usize,
+    /// Clauses of the SAT encoding. `None` when unsatisfiable: deppy reports its encoding
+    /// only with a solution.
+    pub clauses: Option<usize>,
+    /// SAT variables of the encoding, when known (see `clauses`).
+    pub sat_variables: Option<u32>,
+    /// Calls to the SAT solver, when known (see `clauses`).
+    pub sat_calls: Option<u32>,
+    /// Time spent turning catalogs and constraints into variables.
+    pub build_duration: Duration,
+    /// Time spent in the solver, including any explanation.
+    pub solve_duration: Duration,
+    /// Total time of the resolution.
+    pub duration: Duration,
+}
+
+/// The bundles a request resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// The selected bundles, at most one per package, sorted by their
+    /// `catalog:package:version:channel` form.
+    pub selections: Vec<Selection>,
+    /// Size of the problem and time spent.
+    pub stats: Stats,
+}
+
+impl Resolution {
+    /// The selections as `catalog:package:version:channel` strings, sorted, as
+    /// `ActiveResolution.status.selections` holds them.
+    pub fn selection_strings(&self) -> Vec<String> {
+        self.selections.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// Resolves requests against a fixed set of catalogs.
+///
+/// Construction checks the catalog names once; [`Resolver::resolve`] can then be called for
+/// any number of requests. Answers depend only on the catalogs' content, names and priorities
+/// and on the request, never on the order catalogs or constraints were supplied in (apart
+/// from which equally valid explanation lines come first).
+#[derive(Debug, Clone)]
+pub struct Resolver<'a> {
+    catalogs: Vec<NamedCatalog<'a>>,
+}
+
+impl<'a> Resolver<'a> {
+    /// Checks that every catalog has a distinct name usable in selections.
+    pub fn new(catalogs: impl IntoIterator<Item = NamedCatalog<'a>>) -> Result<Self, ResolveError> {
+        Ok(Self {
+            catalogs: catalog::validate(catalogs)?,
+        })
+    }
+
+    /// The catalogs, sorted by name.
+    pub fn catalogs(&self) -> &[NamedCatalog<'a>] {
+        &self.catalogs
+    }
+
+    /// Selects bundles that satisfy `request`, or explains why none do.
+    ///
+    /// Errors distinguish bad input ([`crate::ErrorCategory::InvalidInput`]: an unparsable range
+    /// or version, an unknown source) from [`ResolveError::NotSatisfiable`], which carries the
+    /// explanation and the problem's size.
+    pub fn resolve(&self, request: &Request) -> Result<Resolution, ResolveError> {
+        let started = Instant::now();
+        let sources = catalog::select(&self.catalogs, &request.sources)?;
+        let constraints = check(&request.constraints)?;
+        let Problem {
+            variables,
+            bundles,
+            first_bundle,
+        } = variables::build(&sources, &constraints);
+        let mut stats = Stats {
+            variables: variables.len(),
+            bundles: bundles.len(),
+            constraints: variables.iter().map(|v| v.constraints.len()).sum(),
+            build_duration: started.elapsed(),
+            ..Stats::default()
+        };
+
+        let solving = Instant::now();
+        let solved = Solver::new(variables).and_then(|solver| solver.solve());
+        stats.solve_duration = solving.elapsed();
+        stats.duration = started.elapsed();
+        let solution = match solved {
+            Ok(solution) => solution,
+            Err(SolveError::NotSatisfiable(core)) => {
+                return Err(ResolveError::NotSatisfiable(Box::new(Unsatisfiable {
+                    explanation: core.constraints().iter().map(ToString::to_string).collect(),
+                    stats,
+                })));
+            }
+            Err(other) => return Err(ResolveError::Solver(other)),
+        };
+        let solver_stats = solution.stats();
+        stats.clauses = Some(solver_stats.clauses);
+        stats.sat_variables = Some(solver_stats.sat_variables);
+        stats.sat_calls = Some(solver_stats.sat_calls);
+
+        let mut selections: Vec<Selection> = solution
+            .indices()
+            .iter()
+            .filter_map(|&i| bundles.get(i.checked_sub(first_bundle)?))
+            .map(|node| {
+                let bundle = node.ranked.offer.bundle;
+                Selection {
+                    catalog: node.ranked.catalog.to_owned(),
+                    package: bundle.package.clone(),
+                    version: bundle.version.clone(),
+                    channel: node.ranked.offer.channel.to_owned(),
+                    bundle: bundle.name.clone(),
+                    image: bundle.image.clone(),
+                }
+            })
+            .collect();
+        selections.sort_by_cached_key(ToString::to_string);
+        Ok(Resolution { selections, stats })
+    }
+}
+
+/// Resolves one request; see [`Resolver::resolve`].
+pub fn resolve(
+    catalogs: &[NamedCatalog<'_>],
+    request: &Request,
+) -> Result<Resolution, ResolveError> {
+    Resolver::new(catalogs.iter().copied())?.resolve(request)
+}
+
+/// Checks every constraint and drops repeats (same canonical form), keeping the first.
+fn check(constraints: &[Constraint]) -> Result<Vec<Checked<'_>>, ResolveError> {
+    let mut seen = HashSet::new();
+    let mut checked = Vec::with_capacity(constraints.len());
+    for constraint in constraints {
+        let constraint = constraint.check()?;
+        if seen.insert(constraint.id().to_owned()) {
+            checked.push(constraint);
+        }
+    }
+    Ok(checked)
+}

@@ -1,0 +1,338 @@
+//! Turns a request and its catalogs into deppy variables, the way OLM v0's resolver does.
+//!
+//! - Each request constraint (`required`, `gvkRequired`, `installed`) becomes a mandatory
+//!   variable named by its function form, with one dependency on its candidate offers in
+//!   preference order. Nothing matching gives an empty dependency with a "no operators found"
+//!   message. `installed` constraints come first, so their (narrower) choice is made before
+//!   any `required` choice has to be undone.
+//! - Each reachable offer becomes a variable named by its selection string, with one
+//!   dependency per `olm.package.required`, `olm.gvk.required` and `olm.constraint` of its
+//!   bundle, found breadth first from the request's candidates; unreachable bundles are left
+//!   out, as OLM leaves them out. `prohibited` constraints prohibit the offers they match.
+//! - Uniqueness: at most one offer per package, and at most one provider per API among
+//!   offers of different packages (within a package, package uniqueness already says so).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use deppy::{Constraint as Rule, Identifier, Identifiers, Variable};
+use fbc::{Bundle, Gvk, VersionRange};
+
+use crate::candidates::{self, Offer, Ranked, Requirement, preference};
+use crate::catalog::NamedCatalog;
+use crate::constraint::Checked;
+use crate::messages;
+
+/// A reachable offer, as a solver variable.
+#[derive(Debug)]
+pub(crate) struct Node<'a> {
+    pub(crate) ranked: Ranked<'a>,
+    pub(crate) id: Identifier,
+    constraints: Vec<Rule>,
+}
+
+/// The solver input plus the offers behind its bundle variables.
+pub(crate) struct Problem<'a> {
+    pub(crate) variables: Vec<Variable>,
+    /// Variable `first_bundle + i` is `bundles[i]`.
+    pub(crate) bundles: Vec<Node<'a>>,
+    pub(crate) first_bundle: usize,
+}
+
+/// Requirements whose candidate lists several dependents share; deppy writes a shared list
+/// out once. Keys borrow from the catalog, so a lookup allocates nothing.
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum Shared<'a> {
+    /// Package and range text; catalog ranges all use the same pre-release policy.
+    Package(&'a str, &'a str),
+    Gvk(&'a Gvk),
+}
+
+struct Builder<'s, 'a> {
+    sources: &'s [NamedCatalog<'a>],
+    nodes: Vec<Node<'a>>,
+    /// (source, bundle, channel) -> position in `nodes`. A bundle is one object of its
+    /// catalog's index, so its address identifies it without hashing its names.
+    positions: HashMap<(usize, *const Bundle, &'a str), usize>,
+    /// Nodes whose dependencies are not yet built.
+    pending: VecDeque<usize>,
+    shared: HashMap<Shared<'a>, Identifiers>,
+}
+
+/// Builds the problem for already checked, de-duplicated constraints.
+pub(crate) fn build<'a>(sources: &[NamedCatalog<'a>], constraints: &[Checked<'_>]) -> Problem<'a> {
+    let mut builder = Builder {
+        sources,
+        nodes: Vec::new(),
+        positions: HashMap::new(),
+        pending: VecDeque::new(),
+        shared: HashMap::new(),
+    };
+    let installed = constraints
+        .iter()
+        .filter(|c| matches!(c, Checked::Installed { .. }));
+    let others = constraints
+        .iter()
+        .filter(|c| !matches!(c, Checked::Installed { .. }));
+    let mut variables: Vec<Variable> = installed
+        .chain(others)
+        .filter_map(|constraint| builder.request_variable(constraint))
+        .collect();
+
+    while let Some(position) = builder.pending.pop_front() {
+        builder.add_dependencies(position);
+    }
+    builder.prohibit(constraints);
+    let uniqueness = builder.uniqueness();
+
+    let first_bundle = variables.len();
+    variables.extend(builder.nodes.iter_mut().map(|node| Variable {
+        id: node.id.clone(),
+        constraints: std::mem::take(&mut node.constraints),
+    }));
+    variables.extend(uniqueness);
+    Problem {
+        variables,
+        bundles: builder.nodes,
+        first_bundle,
+    }
+}
+
+impl<'a> Builder<'_, 'a> {
+    /// The position of `offer`'s node, creating it (and queueing its dependencies) if new.
+    fn node(&mut self, offer: Offer<'a>) -> Option<usize> {
+        let key = (
+            offer.source,
+            std::ptr::from_ref(offer.bundle),
+            offer.channel,
+        );
+        if let Some(&position) = self.positions.get(&key) {
+            return Some(position);
+        }
+        let ranked = Ranked::new(self.sources, offer)?;
+        let id = Identifier::new(format!(
+            "{}:{}:{}:{}",
+            ranked.catalog, offer.bundle.package, offer.bundle.version, offer.channel
+        ));
+        let position = self.nodes.len();
+        self.nodes.push(Node {
+            ranked,
+            id,
+            constraints: Vec::new(),
+        });
+        self.positions.insert(key, position);
+        self.pending.push_back(position);
+        Some(position)
+    }
+
+    /// Node positions for `offers`, most preferred first, without repeats.
+    fn ranked(&mut self, offers: Vec<Offer<'a>>) -> Vec<usize> {
+        let mut positions: Vec<usize> = offers
+            .into_iter()
+            .filter_map(|offer| self.node(offer))
+            .collect();
+        let nodes = &self.nodes;
+        positions.sort_by(|&a, &b| preference(&nodes[a].ranked, &nodes[b].ranked));
+        positions.dedup();
+        positions
+    }
+
+    fn ids(&self, positions: &[usize]) -> Identifiers {
+        positions
+            .iter()
+            .map(|&p| self.nodes[p].id.clone())
+            .collect()
+    }
+
+    fn request_variable(&mut self, constraint: &Checked<'_>) -> Option<Variable> {
+        let sources = self.sources;
+        let subject = constraint.id();
+        let (candidates, none_found) = match constraint {
+            Checked::Required {
+                package,
+                range,
+                channel,
+                ..
+            } => {
+                let offers = candidates::package(sources, package, *channel, range.as_ref());
+                let found = self.ranked(offers);
+                let message = || {
+                    let indexes = || sources.iter().map(|s| s.index);
+                    let package_exists = indexes().any(|i| i.package(package).is_some());
+                    let channel_exists = channel.is_none_or(|channel| {
+                        indexes().any(|i| i.channel_graph(package, channel).is_some())
+                    });
+                    messages::no_package_match(
+                        subject,
+                        package,
+                        *channel,
+                        range.as_ref(),
+                        package_exists,
+                        channel_exists,
+                    )
+                };
+                let none_found = found.is_empty().then(message);
+                (found, none_found)
+            }
+            Checked::GvkRequired { gvk, .. } => {
+                let found = self.ranked(candidates::providers(sources, gvk));
+                let none_found = found
+                    .is_empty()
+                    .then(|| messages::no_provider(subject, gvk));
+                (found, none_found)
+            }
+            Checked::Installed {
+                package, version, ..
+            } => {
+                let upgrades = candidates::upgrades(sources, package, version);
+                // Upgrades first, staying put last, as OLM v0 and operator-controller do.
+                let mut found = self.ranked(upgrades.successors);
+                for position in self.ranked(upgrades.current) {
+                    if !found.contains(&position) {
+                        found.push(position);
+                    }
+                }
+                let none_found = found
+                    .is_empty()
+                    .then(|| messages::no_installed_match(subject, package, version));
+                (found, none_found)
+            }
+            Checked::Prohibited { .. } => return None,
+        };
+        let ids = self.ids(&candidates);
+        let dependency = match none_found {
+            Some(message) => Rule::Dependency(ids).described(message),
+            None => {
+                let message = messages::requires_one_of(subject, &ids);
+                Rule::Dependency(ids).described(message)
+            }
+        };
+        Some(Variable::new(subject).mandatory().with(dependency))
+    }
+
+    /// One dependency per requirement of the node's bundle.
+    fn add_dependencies(&mut self, position: usize) {
+        let bundle = self.nodes[position].ranked.offer.bundle;
+        let subject = self.nodes[position].id.clone();
+        for requirement in candidates::requirements(bundle) {
+            let rule = match self.requirement_candidates(requirement) {
+                Ok(ids) => Rule::Dependency(ids)
+                    .described(messages::bundle_requires(&subject, requirement)),
+                // A dependency nobody can check rules its bundle out, with the reason, instead
+                // of failing the whole resolution: another bundle may do.
+                Err(error) => Rule::Dependency(Identifiers::from([])).described(
+                    messages::bundle_requires_unevaluable(&subject, requirement, &error),
+                ),
+            };
+            self.nodes[position].constraints.push(rule);
+        }
+    }
+
+    fn requirement_candidates(
+        &mut self,
+        requirement: Requirement<'a>,
+    ) -> Result<Identifiers, fbc::ConstraintError> {
+        let key = match requirement {
+            Requirement::Package { name, range } => Some(Shared::Package(name, range.as_str())),
+            Requirement::Gvk(gvk) => Some(Shared::Gvk(gvk)),
+            Requirement::Constraint(_) => None,
+        };
+        if let Some(ids) = key.as_ref().and_then(|key| self.shared.get(key)) {
+            return Ok(ids.clone());
+        }
+        let offers = match requirement {
+            Requirement::Package { name, range } => {
+                candidates::package(self.sources, name, None, Some(range))
+            }
+            Requirement::Gvk(gvk) => candidates::providers(self.sources, gvk),
+            Requirement::Constraint(constraint) => candidates::matching(self.sources, constraint)?,
+        };
+        let positions = self.ranked(offers);
+        let ids = self.ids(&positions);
+        if let Some(key) = key {
+            self.shared.insert(key, ids.clone());
+        }
+        Ok(ids)
+    }
+
+    fn prohibit(&mut self, constraints: &[Checked<'_>]) {
+        for constraint in constraints {
+            let Checked::Prohibited { id, package, range } = constraint else {
+                continue;
+            };
+            for node in &mut self.nodes {
+                let bundle = node.ranked.offer.bundle;
+                if bundle.package == *package
+                    && range
+                        .as_ref()
+                        .is_none_or(|r: &VersionRange| r.matches(&bundle.version))
+                {
+                    let message = messages::prohibited_by(&node.id, id);
+                    node.constraints.push(Rule::Prohibited.described(message));
+                }
+            }
+        }
+    }
+
+    /// OLM's invariants: one bundle per package, one provider per API.
+    fn uniqueness(&self) -> Vec<Variable> {
+        let mut packages: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut apis: BTreeMap<&Gvk, Vec<usize>> = BTreeMap::new();
+        for (position, node) in self.nodes.iter().enumerate() {
+            let bundle = node.ranked.offer.bundle;
+            packages.entry(&bundle.package).or_default().push(position);
+            for gvk in bundle.provided_gvks() {
+                apis.entry(gvk).or_default().push(position);
+            }
+        }
+        let mut variables = Vec::new();
+        for (package, positions) in packages {
+            if positions.len() > 1 {
+                let ids = self.sorted_ids(&positions);
+                let message = messages::package_uniqueness(package, &ids);
+                variables.push(
+                    Variable::new(format!("unique package {package}")).with(
+                        Rule::AtMost {
+                            n: 1,
+                            ids: ids.into(),
+                        }
+                        .described(message),
+                    ),
+                );
+            }
+        }
+        for (gvk, positions) in apis {
+            let first = self.nodes[positions[0]].ranked.offer.bundle;
+            let packages_differ = positions
+                .iter()
+                .any(|&p| self.nodes[p].ranked.offer.bundle.package != first.package);
+            if packages_differ {
+                let ids = self.sorted_ids(&positions);
+                let message = messages::gvk_uniqueness(gvk, &ids);
+                variables.push(
+                    Variable::new(format!(
+                        "unique api {} ({}/{})",
+                        gvk.kind, gvk.group, gvk.version
+                    ))
+                    .with(
+                        Rule::AtMost {
+                            n: 1,
+                            ids: ids.into(),
+                        }
+                        .described(message),
+                    ),
+                );
+            }
+        }
+        variables
+    }
+
+    /// Identifiers sorted by name, as OLM sorts uniqueness lists (#3491) for stable messages.
+    fn sorted_ids(&self, positions: &[usize]) -> Vec<Identifier> {
+        let mut ids: Vec<Identifier> = positions
+            .iter()
+            .map(|&p| self.nodes[p].id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+}
