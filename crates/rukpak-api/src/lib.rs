@@ -10,6 +10,7 @@ pub mod bundle_deployment;
 pub mod conditions;
 pub mod labels;
 pub mod provisioner_class;
+pub mod template;
 
 pub use api_common::{Condition, ContentRef, SecretRef};
 pub use bundle::{
@@ -21,6 +22,7 @@ pub use bundle_deployment::{
     CollisionProtection, InventoryEntry, ServiceAccountRef, TemplateMetadata,
 };
 pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus};
+pub use template::{bundle_name, template_hash};
 
 /// The API group.
 pub const GROUP: &str = "core.rukpak.io";
