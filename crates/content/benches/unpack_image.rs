@@ -1,0 +1,263 @@
+//! Benchmark: unpack a ~100 MiB image from a local `crane registry serve` with this
+//! crate, and pull the same image with `crane pull` (and flatten it with
+//! `crane export`), reporting wall time and peak memory (VmHWM) of each.
+//!
+//! Run: `PATH=$(hack/build-tools | tail -n1):$PATH cargo bench -p content --bench unpack_image`
+//! Size: `CONTENT_BENCH_MIB` (default 100). Each measurement runs in its own process so
+//! that VmHWM is that operation's peak alone. Two images are measured: incompressible
+//! files (the worst case for the normalised tar.gz, which must deflate every byte) and
+//! YAML-like text (what bundles and catalogs hold, about 4:1 under gzip).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use content::Limits;
+use content::source::UnpackOptions;
+use content::source::image::{self, ImageSource};
+use rand::RngCore;
+
+const RUNS: usize = 3;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child-unpack") {
+        child_unpack(&args[i + 1]);
+        return;
+    }
+    let mib: usize = std::env::var("CONTENT_BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let registry_dir = tempfile::tempdir().unwrap();
+    let mut registry = Command::new("crane")
+        .args(["registry", "serve", "--address", &addr, "--disk"])
+        .arg(registry_dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("crane must be on PATH (add the output of hack/build-tools)");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "registry did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    for kind in [Kind::Random, Kind::Yaml] {
+        let reference = push_image(&addr, mib, kind);
+        eprintln!("pushed {reference} ({mib} MiB of {kind:?} files in 4 layers)");
+        measure(&reference, mib, kind);
+    }
+    let _ = registry.kill();
+    let _ = registry.wait();
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Random,
+    Yaml,
+}
+
+fn measure(reference: &str, mib: usize, kind: Kind) {
+    let mut ours = Vec::new();
+    for _ in 0..RUNS {
+        let exe = std::env::current_exe().unwrap();
+        let output = Command::new(exe)
+            .args(["--child-unpack", reference])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "unpack failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let line = String::from_utf8(output.stdout).unwrap();
+        let mut fields = line.split_whitespace();
+        let seconds: f64 = fields.next().unwrap().parse().unwrap();
+        let hwm_kib: u64 = fields.next().unwrap().parse().unwrap();
+        ours.push((seconds, hwm_kib));
+    }
+
+    let out_dir = tempfile::tempdir().unwrap();
+    let pull = measure_command(RUNS, || {
+        let mut command = Command::new("crane");
+        command
+            .args(["pull", reference])
+            .arg(out_dir.path().join("image.tar"));
+        command
+    });
+    let export = measure_command(RUNS, || {
+        let mut command = Command::new("crane");
+        command
+            .args(["export", reference])
+            .arg(out_dir.path().join("fs.tar"));
+        command
+    });
+
+    let report = |name: &str, runs: &[(f64, u64)]| {
+        let best = runs.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+        let mean = runs.iter().map(|r| r.0).sum::<f64>() / runs.len() as f64;
+        let hwm = runs.iter().map(|r| r.1).max().unwrap_or(0);
+        println!(
+            "{name:<28} best {best:6.2} s   mean {mean:6.2} s   peak VmHWM {:7.1} MiB",
+            hwm as f64 / 1024.0
+        );
+        (best, hwm)
+    };
+    println!("image: {mib} MiB of {kind:?} files, {RUNS} runs each, fresh process per run");
+    let (ours_s, ours_m) = report("content::image::unpack", &ours);
+    let (pull_s, pull_m) = report("crane pull (tarball)", &pull);
+    let (export_s, export_m) = report("crane export (flattened)", &export);
+    println!(
+        "ratio ours/crane pull:   time {:.2}x   memory {:.2}x",
+        ours_s / pull_s,
+        ours_m as f64 / pull_m as f64
+    );
+    println!(
+        "ratio ours/crane export: time {:.2}x   memory {:.2}x",
+        ours_s / export_s,
+        ours_m as f64 / export_m as f64
+    );
+    println!();
+}
+
+/// Pushes an image of `mib` MiB of files in four layers; returns its digest ref.
+fn push_image(addr: &str, mib: usize, kind: Kind) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand::rng();
+    let mut args = vec!["append".to_owned()];
+    let per_layer = mib.div_ceil(4);
+    for layer in 0..4 {
+        let path = dir.path().join(format!("layer{layer}.tar"));
+        let mut builder = tar::Builder::new(std::fs::File::create(&path).unwrap());
+        for file in 0..per_layer {
+            let data = match kind {
+                Kind::Random => {
+                    let mut data = vec![0u8; 1024 * 1024];
+                    rng.fill_bytes(&mut data);
+                    data
+                }
+                Kind::Yaml => yaml(&mut rng, 1024 * 1024),
+            };
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            builder
+                .append_data(
+                    &mut header,
+                    format!("manifests/layer{layer}/file{file:03}.bin"),
+                    &data[..],
+                )
+                .unwrap();
+        }
+        builder.into_inner().unwrap().flush().unwrap();
+        args.push("-f".to_owned());
+        args.push(path.display().to_string());
+    }
+    args.push("-t".to_owned());
+    args.push(format!("{addr}/bench/{kind:?}:v1").to_lowercase());
+    let output = Command::new("crane").args(&args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "crane append failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// About `size` bytes of YAML with random values, compressing about 4:1.
+fn yaml(rng: &mut impl RngCore, size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size + 128);
+    let mut n = 0u64;
+    while out.len() < size {
+        n += 1;
+        let value = rng.next_u64();
+        let line = match n % 4 {
+            0 => format!("- name: field-{n}\n"),
+            1 => format!("  type: string\n  description: value {value:016x}\n"),
+            2 => format!("  default: \"{:08x}\"\n", value as u32),
+            _ => format!(
+                "  x-kubernetes-validations: [{{rule: \"self.size() < {}\"}}]\n",
+                value % 1000
+            ),
+        };
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.truncate(size);
+    out
+}
+
+/// Runs the image unpack once in this (fresh) process and prints "seconds vmhwm_kib".
+fn child_unpack(reference: &str) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = UnpackOptions {
+        limits: Limits {
+            max_uncompressed_bytes: 1024 * 1024 * 1024,
+            ..Limits::default()
+        },
+        ..UnpackOptions::default()
+    };
+    let source = ImageSource {
+        reference: reference.to_owned(),
+        ..ImageSource::default()
+    };
+    let started = Instant::now();
+    let unpacked = runtime
+        .block_on(image::unpack(&source, &options))
+        .unwrap_or_else(|err| panic!("{}", content::report(&err)));
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(unpacked.content.size() > 0);
+    println!("{seconds} {}", vm_hwm_kib("self"));
+}
+
+/// Runs a command `runs` times, sampling its VmHWM every 5 ms until it exits.
+fn measure_command(runs: usize, command: impl Fn() -> Command) -> Vec<(f64, u64)> {
+    (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            let mut child = command()
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let pid = child.id().to_string();
+            let mut hwm = 0;
+            loop {
+                hwm = hwm.max(vm_hwm_kib(&pid));
+                if let Some(status) = child.try_wait().unwrap() {
+                    assert!(status.success(), "command failed");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            (started.elapsed().as_secs_f64(), hwm)
+        })
+        .collect()
+}
+
+fn vm_hwm_kib(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,40 @@
+//! Bundle and catalog content: fetched from OCI images, git, http or ConfigMaps (or
+//! uploaded), made safe and normalised into a reproducible tar.gz, and kept in the
+//! content store on the API server.
+//!
+//! - [`extract`]: safe extraction of any incoming archive into memory (no traversal, no
+//!   links out of the root, no devices, [`Limits`] against archive bombs);
+//! - [`normalize`]: the normalised tar.gz whose sha256 [`Digest`] identifies the content;
+//! - [`Content`] and [`FileMap`]: the normalised bytes, and the files consumers read;
+//! - [`source`]: the sources (image, git, http, ConfigMaps) and [`source::Unpacker`];
+//! - [`store`]: the content store (chunked immutable ConfigMaps named by digest, shared
+//!   by owners through ownerReferences, verified on every read);
+//! - [`upload`]: puts caller-provided content into the store;
+//! - [`error`]: rendering error chains and the terminal/transient classification.
+//!
+//! The crate knows nothing about the project's CRDs: callers read Secrets and
+//! ConfigMaps and pass their data in.
+
+pub mod content;
+pub mod digest;
+pub mod error;
+pub mod extract;
+pub mod limits;
+pub mod normalize;
+pub mod paths;
+pub mod source;
+pub mod store;
+mod tree;
+pub mod upload;
+
+#[cfg(test)]
+mod testutil;
+
+pub use content::{Content, DigestMismatch, FileMap};
+pub use digest::Digest;
+pub use error::{Error, report};
+pub use extract::{ArchiveError, Extractor};
+pub use limits::{LimitError, Limits};
+pub use source::{ResolvedSource, Source, UnpackOptions, Unpacked, Unpacker};
+pub use store::{Store, StoreError, StoredContent};
+pub use upload::{UploadError, UploadInput, upload};

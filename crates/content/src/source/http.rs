@@ -1,0 +1,259 @@
+//! A gzip'd tar (or plain tar) at an http(s) URL.
+
+use futures::StreamExt;
+
+use crate::digest::{Digest, Hasher};
+use crate::extract::{ArchiveError, Extractor};
+use crate::limits::LimitError;
+use crate::source::{BasicAuth, ResolvedSource, TlsError, TlsOptions, UnpackOptions, Unpacked};
+
+/// A tarball to download.
+#[derive(Debug, Clone)]
+pub struct HttpSource {
+    /// The URL (`http` or `https`).
+    pub url: String,
+    /// Expected lowercase hex sha256 of the downloaded file; a mismatch is refused.
+    pub sha256: Option<String>,
+    /// Basic authentication.
+    pub auth: Option<BasicAuth>,
+    /// Certificate verification.
+    pub tls: TlsOptions,
+}
+
+/// Why a download could not become content.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The URL cannot be parsed or is not http(s).
+    #[error("failed to parse url {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `sha256` is not 64 hex digits.
+    #[error("failed to parse sha256 {sha256:?} of {url}: want 64 lowercase hex digits")]
+    InvalidSha256 {
+        /// The URL.
+        url: String,
+        /// The value as given.
+        sha256: String,
+    },
+    /// The certificate data cannot be used.
+    #[error("failed to configure TLS for {url}")]
+    Tls {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        #[source]
+        source: TlsError,
+    },
+    /// Connecting or reading failed.
+    #[error("failed to download {url}")]
+    Request {
+        /// The URL.
+        url: String,
+        /// The client error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with a status other than 200.
+    #[error("failed to download {url}: unexpected status \"{status}\"")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The file does not have the expected sha256.
+    #[error("failed to verify {url}: sha256 is {actual}, want {expected}")]
+    Sha256Mismatch {
+        /// The URL.
+        url: String,
+        /// The expected hex digest.
+        expected: String,
+        /// The hex digest of what was downloaded.
+        actual: String,
+    },
+    /// The download is larger than the content may become.
+    #[error("failed to download {url}")]
+    TooLarge {
+        /// The URL.
+        url: String,
+        /// The limit crossed.
+        #[source]
+        source: LimitError,
+    },
+    /// The file is not an acceptable archive.
+    #[error("failed to unpack {url}")]
+    Content {
+        /// The URL.
+        url: String,
+        /// What was refused.
+        #[source]
+        source: ArchiveError,
+    },
+    /// The download did not finish in time.
+    #[error("failed to download {url}: timed out")]
+    Timeout {
+        /// The URL.
+        url: String,
+    },
+    /// The extraction task failed.
+    #[error("failed to unpack {url}: the extraction task failed")]
+    Task {
+        /// The URL.
+        url: String,
+    },
+}
+
+impl HttpError {
+    /// Whether retrying cannot help until the source or the served file changes. Server
+    /// errors, network problems, timeouts and 404/401/403/408/429 are transient: the
+    /// file may appear, and credentials live in a Secret that can change.
+    pub fn is_terminal(&self) -> bool {
+        match self {
+            HttpError::InvalidUrl { .. }
+            | HttpError::InvalidSha256 { .. }
+            | HttpError::Tls { .. }
+            | HttpError::Sha256Mismatch { .. }
+            | HttpError::TooLarge { .. }
+            | HttpError::Content { .. } => true,
+            HttpError::Status { status, .. } => {
+                status.is_client_error()
+                    && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 425 | 429)
+            }
+            HttpError::Request { .. } | HttpError::Timeout { .. } | HttpError::Task { .. } => false,
+        }
+    }
+
+    /// A stable snake_case label for metrics and event reasons.
+    pub fn label(&self) -> &'static str {
+        match self {
+            HttpError::InvalidUrl { .. } => "http_invalid_url",
+            HttpError::InvalidSha256 { .. } => "http_invalid_sha256",
+            HttpError::Tls { .. } => "http_invalid_tls",
+            HttpError::Request { .. } => "http_request_failed",
+            HttpError::Status { .. } => "http_unexpected_status",
+            HttpError::Sha256Mismatch { .. } => "http_sha256_mismatch",
+            HttpError::TooLarge { .. } => "http_too_large",
+            HttpError::Content { .. } => "http_invalid_content",
+            HttpError::Timeout { .. } => "http_timeout",
+            HttpError::Task { .. } => "http_task_failed",
+        }
+    }
+}
+
+/// Downloads, verifies and normalises the tarball.
+pub async fn unpack(source: &HttpSource, options: &UnpackOptions) -> Result<Unpacked, HttpError> {
+    let url = source.url.clone();
+    let parsed = reqwest::Url::parse(&url).map_err(|err| HttpError::InvalidUrl {
+        url: url.clone(),
+        reason: err.to_string(),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(HttpError::InvalidUrl {
+            url,
+            reason: format!("scheme {:?} is not http or https", parsed.scheme()),
+        });
+    }
+    let expected = match &source.sha256 {
+        Some(hex) => Some(Digest::from_hex(hex).map_err(|_| HttpError::InvalidSha256 {
+            url: url.clone(),
+            sha256: hex.clone(),
+        })?),
+        None => None,
+    };
+    let tls = source.tls.rustls_config().map_err(|err| HttpError::Tls {
+        url: url.clone(),
+        source: err,
+    })?;
+    let client = reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|err| HttpError::Request {
+            url: url.clone(),
+            source: err,
+        })?;
+
+    let download = download(&client, parsed, source, options);
+    let (data, actual) = tokio::time::timeout(options.timeout, download)
+        .await
+        .map_err(|_| HttpError::Timeout { url: url.clone() })??;
+    if let Some(expected) = expected
+        && expected != actual
+    {
+        return Err(HttpError::Sha256Mismatch {
+            url,
+            expected: expected.hex(),
+            actual: actual.hex(),
+        });
+    }
+
+    let limits = options.limits;
+    let content = tokio::task::spawn_blocking(move || {
+        let mut extractor = Extractor::new(limits);
+        extractor.add_archive(&data[..])?;
+        extractor.finish()
+    })
+    .await
+    .map_err(|_| HttpError::Task { url: url.clone() })?
+    .map_err(|err| HttpError::Content {
+        url: url.clone(),
+        source: err,
+    })?;
+    Ok(Unpacked {
+        content,
+        resolved: ResolvedSource::Http {
+            url,
+            sha256: actual.hex(),
+        },
+    })
+}
+
+/// GETs the URL into memory (at most the uncompressed size limit, which a valid
+/// archive's compressed form cannot meaningfully exceed) and hashes it on the way.
+async fn download(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    source: &HttpSource,
+    options: &UnpackOptions,
+) -> Result<(Vec<u8>, Digest), HttpError> {
+    let url_text = source.url.clone();
+    let request_err = |err| HttpError::Request {
+        url: url_text.clone(),
+        source: err,
+    };
+    let mut request = client.get(url);
+    if let Some(auth) = &source.auth {
+        request = request.basic_auth(&auth.username, Some(&auth.password));
+    }
+    let response = request.send().await.map_err(request_err)?;
+    if response.status() != reqwest::StatusCode::OK {
+        return Err(HttpError::Status {
+            url: url_text.clone(),
+            status: response.status(),
+        });
+    }
+    let max = options.limits.max_uncompressed_bytes;
+    let too_large = || HttpError::TooLarge {
+        url: url_text.clone(),
+        source: LimitError::Size { limit: max },
+    };
+    if response.content_length().is_some_and(|len| len > max) {
+        return Err(too_large());
+    }
+    let mut data = Vec::new();
+    let mut hasher = Hasher::new();
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(request_err)?;
+        if (data.len() + chunk.len()) as u64 > max {
+            return Err(too_large());
+        }
+        hasher.update(&chunk);
+        data.extend_from_slice(&chunk);
+    }
+    Ok((data, hasher.finish()))
+}
