@@ -1,0 +1,597 @@
+//! The plain provisioner against the real control plane. One controller runs in this
+//! process for all tests (on its own runtime, so it outlives each test's runtime); each
+//! test plays rukpak-core's part by storing the bundle content and marking its Bundle
+//! unpacked.
+
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kit::metrics::ReconcileMetrics;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use plain_provisioner::PlainFormat;
+use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED};
+use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
+use rukpak_provisioner::controller::{self, Context, Settings};
+use rukpak_provisioner::drift::DriftWatches;
+use serde_json::json;
+use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The content store namespace of this test process.
+fn system_namespace() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| unique_name("rukpak-system"))
+}
+
+/// Installs the CRDs and classes and starts the controller, once per process.
+async fn setup() -> Client {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let client = client().await;
+    if STARTED.get().is_none() {
+        install_crds(&client).await;
+        apply_dir(&client, "deploy/provisioner-classes").await;
+        let ns: Namespace =
+            serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
+        let _ = Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await;
+        if STARTED.set(()).is_ok() {
+            std::thread::spawn(|| {
+                let runtime = tokio::runtime::Runtime::new().unwrap();
+                runtime.block_on(async {
+                    let config = kube::Config::infer().await.unwrap();
+                    let client = Client::try_from(config.clone()).unwrap();
+                    let registry = prometheus::Registry::new();
+                    let metrics =
+                        ReconcileMetrics::register(&registry, "plain_provisioner_test").unwrap();
+                    let shutdown = tokio_util::sync::CancellationToken::new();
+                    let (drift, requests) = DriftWatches::new(client.clone(), shutdown.clone());
+                    let settings = Settings {
+                        system_namespace: system_namespace().to_owned(),
+                        resync: Duration::from_secs(30),
+                        limits: content::Limits::default(),
+                        selector: Some(format!("olmv1-test={}", system_namespace())),
+                    };
+                    let ctx = Arc::new(Context::new(
+                        client,
+                        config,
+                        PlainFormat,
+                        settings,
+                        metrics,
+                        drift,
+                    ));
+                    controller::run(ctx, requests, &kit::admin::Readiness::default(), shutdown)
+                        .await;
+                });
+            });
+        }
+    }
+    client
+}
+
+/// A BundleDeployment whose template is an upload bundle named by `tag` (so a new tag is a
+/// new template, hence a new Bundle).
+fn deployment(name: &str, tag: &str, extra: serde_json::Value) -> BundleDeployment {
+    let mut spec = json!({
+        "provisionerClassName": "core-rukpak-io-plain",
+        "template": {
+            "metadata": { "labels": { "test-content": tag } },
+            "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": { "type": "upload", "upload": {} } }
+        }
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": { "name": name, "labels": { "olmv1-test": system_namespace() } }, "spec": spec
+    }))
+    .unwrap()
+}
+
+/// Creates the BundleDeployment (if new), then plays rukpak-core: creates its Bundle, stores
+/// `manifests` (file name -> YAML) as its content and marks it unpacked.
+async fn deploy(client: &Client, deployment: &BundleDeployment, manifests: &[(&str, String)]) {
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    let name = deployment.name_any();
+    let live = match deployments.get_opt(&name).await.unwrap() {
+        Some(_) => deployments
+            .patch(
+                &name,
+                &PatchParams::apply("test").force(),
+                &Patch::Apply(deployment),
+            )
+            .await
+            .unwrap(),
+        None => deployments
+            .create(&PostParams::default(), deployment)
+            .await
+            .unwrap(),
+    };
+    let bundle_name = bundle_name(&name, &template_hash(&live.spec.template));
+    let bundle: Bundle = serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "Bundle",
+        "metadata": {
+            "name": bundle_name,
+            "labels": { "core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": name },
+            "ownerReferences": [{
+                "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment", "name": name,
+                "uid": live.uid().unwrap(), "controller": true
+            }]
+        },
+        "spec": live.spec.template.spec
+    }))
+    .unwrap();
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    let bundle = bundles
+        .create(&PostParams::default(), &bundle)
+        .await
+        .unwrap();
+
+    let dir = std::env::temp_dir().join(unique_name("bundle"));
+    std::fs::create_dir_all(dir.join("manifests")).unwrap();
+    for (file, yaml) in manifests {
+        std::fs::write(dir.join("manifests").join(file), yaml).unwrap();
+    }
+    let store = content::store::Store::new(client.clone(), system_namespace());
+    let owner = OwnerReference {
+        api_version: "core.rukpak.io/v1alpha1".into(),
+        kind: "Bundle".into(),
+        name: bundle.name_any(),
+        uid: bundle.uid().unwrap(),
+        controller: None,
+        block_owner_deletion: None,
+    };
+    let stored = content::upload::upload(
+        &store,
+        &owner,
+        content::upload::UploadInput::Directory(dir.clone()),
+        &content::Limits::default(),
+    )
+    .await
+    .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    let status = json!({ "status": {
+        "phase": "Unpacked",
+        "content": { "digest": stored.digest.to_string(), "size": stored.size, "chunks": stored.chunks },
+        "conditions": [{ "type": "Unpacked", "status": "True", "reason": "UnpackSuccessful",
+                         "message": "unpacked by the test", "lastTransitionTime": "2026-01-01T00:00:00Z" }]
+    }});
+    bundles
+        .patch_status(
+            &bundle.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await
+        .unwrap();
+}
+
+fn condition(deployment: &BundleDeployment, type_: &str) -> Option<(String, String, String)> {
+    let status = deployment.status.as_ref()?;
+    let c = kit::conditions::find(&status.conditions, type_)?;
+    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// Waits until `type_` has `status`, returning the condition's message.
+async fn wait_condition(client: &Client, name: &str, type_: &str, status: &str) -> String {
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    wait_for(&format!("{name} {type_}={status}"), TIMEOUT, || async {
+        let bd = deployments.get(name).await.map_err(|e| e.to_string())?;
+        match condition(&bd, type_) {
+            Some((s, _, message)) if s == status => Ok(message),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await
+}
+
+fn configmap(namespace: &str, name: &str, data: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  key: {data}\n"
+    )
+}
+
+fn namespace(name: &str) -> String {
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+}
+
+fn crd(group: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
+    )
+}
+
+fn deployment_manifest(namespace: &str, name: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: main, image: example.invalid/operator:1.0}}]\n"
+    )
+}
+
+#[tokio::test]
+async fn a_bundle_with_a_crd_its_custom_resource_and_a_deployment_installs_and_becomes_healthy() {
+    let client = setup().await;
+    let name = unique_name("install");
+    let ns = unique_name("ns");
+    let group = format!("{}.example.com", unique_name("g"));
+    let widget = format!(
+        "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {ns}\nspec:\n  size: 3\n"
+    );
+    let manifests = [
+        ("00-namespace.yaml", namespace(&ns)),
+        ("crd.yaml", crd(&group)),
+        ("widget.yaml", widget),
+        ("config.yaml", configmap(&ns, "settings", "v1")),
+        ("operator.yaml", deployment_manifest(&ns, "operator")),
+    ];
+    deploy(&client, &deployment(&name, "v1", json!({})), &manifests).await;
+
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    wait_condition(&client, &name, TYPE_HEALTHY, "True").await;
+    let bd = Api::<BundleDeployment>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    let status = bd.status.unwrap();
+    let kinds: Vec<&str> = status.inventory.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "CustomResourceDefinition",
+            "ConfigMap",
+            "Widget",
+            "Deployment"
+        ]
+    );
+    assert_eq!(
+        status.active_bundle.as_deref(),
+        Some(bundle_name(&name, &template_hash(&bd.spec.template)).as_str())
+    );
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(cm.labels().get("core.rukpak.io/owner-name"), Some(&name));
+}
+
+#[tokio::test]
+async fn a_second_bundle_deployment_claiming_an_object_fails_and_leaves_the_first_untouched() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let first = unique_name("first");
+    deploy(
+        &client,
+        &deployment(&first, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", configmap(&ns, "shared", "first")),
+        ],
+    )
+    .await;
+    wait_condition(&client, &first, TYPE_INSTALLED, "True").await;
+
+    let second = unique_name("second");
+    deploy(
+        &client,
+        &deployment(&second, "v1", json!({})),
+        &[("b.yaml", configmap(&ns, "shared", "second"))],
+    )
+    .await;
+    let message = wait_condition(&client, &second, TYPE_INSTALLED, "False").await;
+    assert!(
+        message.contains(&format!(
+            "ConfigMap {ns}/shared already exists and is managed by BundleDeployment {first}"
+        )),
+        "{message}"
+    );
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .get("shared")
+        .await
+        .unwrap();
+    assert_eq!(cm.data.as_ref().unwrap()["key"], "first");
+    assert_eq!(cm.labels().get("core.rukpak.io/owner-name"), Some(&first));
+}
+
+#[tokio::test]
+async fn deleting_or_editing_a_managed_object_is_undone() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let name = unique_name("drift");
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", configmap(&ns, "watched", "desired")),
+        ],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+
+    configmaps
+        .patch(
+            "watched",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "key": "edited" } })),
+        )
+        .await
+        .unwrap();
+    wait_for("the edit to be reverted", TIMEOUT, || async {
+        let cm = configmaps.get("watched").await.map_err(|e| e.to_string())?;
+        let value = cm
+            .data
+            .unwrap_or_default()
+            .get("key")
+            .cloned()
+            .unwrap_or_default();
+        if value == "desired" {
+            Ok(())
+        } else {
+            Err(value)
+        }
+    })
+    .await;
+
+    configmaps
+        .delete("watched", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the deleted object to be recreated", TIMEOUT, || async {
+        match configmaps
+            .get_opt("watched")
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Some(cm) if cm.metadata.deletion_timestamp.is_none() => Ok(()),
+            _ => Err("missing".to_owned()),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_pivot_prunes_objects_the_new_bundle_no_longer_has() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let name = unique_name("pivot");
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", configmap(&ns, "kept", "v1")),
+            ("c.yaml", configmap(&ns, "dropped", "v1")),
+        ],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+
+    deploy(
+        &client,
+        &deployment(&name, "v2", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", configmap(&ns, "kept", "v2")),
+        ],
+    )
+    .await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    wait_for(
+        "the pivot to prune the dropped object and update the kept one",
+        TIMEOUT,
+        || async {
+            let dropped = configmaps
+                .get_opt("dropped")
+                .await
+                .map_err(|e| e.to_string())?;
+            let kept = configmaps.get("kept").await.map_err(|e| e.to_string())?;
+            let value = kept
+                .data
+                .unwrap_or_default()
+                .get("key")
+                .cloned()
+                .unwrap_or_default();
+            if dropped.is_none() && value == "v2" {
+                Ok(())
+            } else {
+                Err(format!(
+                    "dropped present: {}, kept={value}",
+                    dropped.is_some()
+                ))
+            }
+        },
+    )
+    .await;
+    let bd = Api::<BundleDeployment>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    assert_eq!(
+        bd.status.unwrap().active_bundle,
+        Some(bundle_name(&name, &template_hash(&bd.spec.template)))
+    );
+}
+
+#[tokio::test]
+async fn a_crd_with_custom_resources_survives_deletion_of_its_bundle_deployment() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let group = format!("{}.example.com", unique_name("g"));
+    let name = unique_name("keepcrd");
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", crd(&group)),
+            ("c.yaml", configmap(&ns, "plain", "v1")),
+        ],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    // A user creates a custom resource: their data.
+    let resource =
+        kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(&group, "v1", "Widget"));
+    let widgets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns, &resource);
+    let widget = kube::api::DynamicObject::new("user-data", &resource)
+        .data(json!({ "spec": { "size": 1 } }));
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    deployments
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the BundleDeployment to be deleted", TIMEOUT, || async {
+        match deployments
+            .get_opt(&name)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            None => Ok(()),
+            Some(_) => Err("still there".to_owned()),
+        }
+    })
+    .await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client.clone());
+    let crd = crds
+        .get(&format!("widgets.{group}"))
+        .await
+        .expect("the CRD is kept");
+    assert!(
+        crd.labels().get("core.rukpak.io/owner-name").is_none(),
+        "the orphaned CRD is released"
+    );
+    assert!(
+        widgets.get_opt("user-data").await.unwrap().is_some(),
+        "user data survives"
+    );
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &ns)
+            .get_opt("plain")
+            .await
+            .unwrap()
+            .is_none_or(|cm| cm.metadata.deletion_timestamp.is_some())
+    );
+    assert!(
+        Api::<Namespace>::all(client.clone())
+            .get(&ns)
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none(),
+        "a namespace with user data is kept"
+    );
+}
+
+#[tokio::test]
+async fn a_paused_bundle_deployment_does_not_undo_changes() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let name = unique_name("paused");
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", configmap(&ns, "c", "desired")),
+        ],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    deployments
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "paused": true } })),
+        )
+        .await
+        .unwrap();
+    wait_for("the Paused reason", TIMEOUT, || async {
+        let bd = deployments.get(&name).await.map_err(|e| e.to_string())?;
+        match condition(&bd, TYPE_INSTALLED) {
+            Some((_, reason, _)) if reason == "Paused" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    configmaps
+        .patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "key": "edited" } })),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        configmaps.get("c").await.unwrap().data.unwrap()["key"],
+        "edited",
+        "paused: no correction"
+    );
+}
+
+#[tokio::test]
+async fn a_service_account_without_rights_fails_the_install_naming_the_forbidden_object() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let name = unique_name("limited");
+    // The account may manage ConfigMaps in its namespace and nothing else.
+    let setup_objects = format!(
+        "{}---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: installer, namespace: {ns}}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: cm, namespace: {ns}}}\nrules: [{{apiGroups: [''], resources: [configmaps], verbs: ['*']}}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: cm, namespace: {ns}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm}}\nsubjects: [{{kind: ServiceAccount, name: installer, namespace: {ns}}}]\n",
+        namespace(&ns)
+    );
+    testkit::apply_manifests(&client, &setup_objects).await;
+    let role = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {name}-escalate\nrules:\n- apiGroups: ['*']\n  resources: ['*']\n  verbs: ['*']\n"
+    );
+    let extra = json!({ "serviceAccount": { "namespace": ns, "name": "installer" } });
+    deploy(
+        &client,
+        &deployment(&name, "v1", extra),
+        &[
+            ("a.yaml", configmap(&ns, "allowed", "v1")),
+            ("b.yaml", role),
+        ],
+    )
+    .await;
+
+    let message = wait_condition(&client, &name, TYPE_INSTALLED, "False").await;
+    assert!(
+        message.contains(&format!(
+            "ClusterRole.rbac.authorization.k8s.io {name}-escalate"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("forbidden"), "{message}");
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
+    assert!(
+        roles
+            .get_opt(&format!("{name}-escalate"))
+            .await
+            .unwrap()
+            .is_none(),
+        "no privilege escalation"
+    );
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    assert!(
+        configmaps.get_opt("allowed").await.unwrap().is_none(),
+        "nothing else was applied"
+    );
+}

@@ -1,0 +1,465 @@
+//! The Bundle controller: unpacks each Bundle's source once into the content store and
+//! records what it unpacked. Bundles are immutable, so a Bundle that is unpacked stays
+//! unpacked: tags are not re-resolved behind the user's back (to follow a tag, a
+//! BundleDeployment creates a new Bundle). Content that vanished from the store is
+//! unpacked again.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use rukpak_api::conditions::{TYPE_UNPACKED, reasons};
+use rukpak_api::{Bundle, BundlePhase, BundleStatus, ContentRef};
+use tokio_util::sync::CancellationToken;
+
+use content::store::Store;
+use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::metrics::ReconcileMetrics;
+use kit::retry::{Backoff, ErrorClass};
+
+use crate::sources::{self, Prepared, SourceError};
+use crate::{UPLOADED_DIGEST_ANNOTATION, error_chain};
+
+/// How often unpacked content is checked to still be in the store.
+const VERIFY_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Unpack metrics, by source type.
+#[derive(Clone)]
+pub struct UnpackMetrics {
+    duration: HistogramVec,
+    bytes: IntCounterVec,
+    failures: IntCounterVec,
+}
+
+impl UnpackMetrics {
+    /// Registers `rukpak_core_unpack_duration_seconds{source}`,
+    /// `rukpak_core_unpack_bytes_total{source}` and
+    /// `rukpak_core_unpack_failures_total{source,reason}`.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "rukpak_core_unpack_duration_seconds",
+                "Time to fetch, normalise and store a Bundle's content.",
+            )
+            .buckets(vec![
+                0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+            ]),
+            &["source"],
+        )?;
+        let bytes = IntCounterVec::new(
+            Opts::new(
+                "rukpak_core_unpack_bytes_total",
+                "Bytes of normalised content stored.",
+            ),
+            &["source"],
+        )?;
+        let failures = IntCounterVec::new(
+            Opts::new(
+                "rukpak_core_unpack_failures_total",
+                "Failed unpacks by source type and reason.",
+            ),
+            &["source", "reason"],
+        )?;
+        registry.register(Box::new(duration.clone()))?;
+        registry.register(Box::new(bytes.clone()))?;
+        registry.register(Box::new(failures.clone()))?;
+        Ok(Self {
+            duration,
+            bytes,
+            failures,
+        })
+    }
+}
+
+/// What the Bundle controller needs.
+pub struct Context {
+    client: Client,
+    namespace: String,
+    store: Store,
+    unpacker: content::source::Unpacker,
+    recorder: Recorder,
+    reconciles: ReconcileMetrics,
+    unpacks: UnpackMetrics,
+    backoff: Backoff,
+    selector: Option<String>,
+}
+
+impl Context {
+    /// The context; content is stored in `namespace`, where source Secrets and ConfigMaps
+    /// are read too. With `selector`, only Bundles matching that label selector are handled.
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        options: content::source::UnpackOptions,
+        reconciles: ReconcileMetrics,
+        unpacks: UnpackMetrics,
+        selector: Option<String>,
+    ) -> Self {
+        Self {
+            selector,
+            store: Store::new(client.clone(), namespace),
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "rukpak-core".into(),
+                    instance: None,
+                },
+            ),
+            client,
+            namespace: namespace.to_owned(),
+            unpacker: content::source::Unpacker::new(options),
+            reconciles,
+            unpacks,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// A failed Bundle reconcile (status could not be written).
+#[derive(Debug, thiserror::Error)]
+#[error("failed to update the status of Bundle {name}")]
+pub struct Error {
+    name: String,
+    #[source]
+    source: kube::Error,
+}
+
+/// The result of one unpack attempt.
+enum Attempt {
+    Unpacked {
+        content: ContentRef,
+        resolved: Box<rukpak_api::BundleSource>,
+        source: &'static str,
+    },
+    WaitingForUpload,
+    Failed {
+        message: String,
+        terminal: bool,
+        source: &'static str,
+        reason: &'static str,
+    },
+}
+
+/// Runs the Bundle controller until `shutdown`.
+pub async fn run(
+    ctx: Arc<Context>,
+    readiness: &kit::admin::Readiness,
+    shutdown: CancellationToken,
+) {
+    let config = match &ctx.selector {
+        Some(selector) => watcher::Config::default().labels(selector),
+        None => watcher::Config::default(),
+    };
+    let controller = Controller::new(Api::<Bundle>::all(ctx.client.clone()), config)
+        .graceful_shutdown_on(shutdown.cancelled_owned());
+    readiness.track_store("watch:bundles", controller.store());
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "bundle reconcile request failed");
+            }
+        })
+        .await;
+}
+
+fn error_policy(bundle: Arc<Bundle>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(bundle = %bundle.name_any(), error = %error_chain(error), "bundle reconcile failed");
+    ctx.backoff
+        .action_for(&bundle.name_any(), ErrorClass::Transient)
+}
+
+fn source_label(bundle: &Bundle) -> &'static str {
+    match bundle.spec.source.type_ {
+        rukpak_api::SourceType::Image => "image",
+        rukpak_api::SourceType::Git => "git",
+        rukpak_api::SourceType::Http => "http",
+        rukpak_api::SourceType::ConfigMaps => "configMaps",
+        rukpak_api::SourceType::Upload => "upload",
+    }
+}
+
+async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if bundle.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let timer = ctx.reconciles.start("bundle");
+    let name = bundle.name_any();
+    let current = bundle.status.clone().unwrap_or_default();
+    let generation = bundle.meta().generation;
+
+    // Already unpacked: only check the content is still there.
+    if let Some(content) = current.content.as_ref().filter(|_| {
+        current.phase == Some(BundlePhase::Unpacked) && current.observed_generation == generation
+    }) {
+        let still_stored = match content.digest.parse() {
+            Ok(digest) => {
+                matches!(ctx.store.stat(&digest).await, Ok(Some(stored)) if i64::from(stored.chunks) == i64::from(content.chunks))
+            }
+            Err(_) => false,
+        };
+        if still_stored {
+            timer.finish("success");
+            return Ok(Action::requeue(VERIFY_INTERVAL));
+        }
+        ctx.event(
+            &bundle,
+            true,
+            "ContentMissing",
+            "the unpacked content is gone from the content store; unpacking again".into(),
+        )
+        .await;
+    }
+
+    if current.phase != Some(BundlePhase::Unpacking)
+        && bundle.spec.source.type_ != rukpak_api::SourceType::Upload
+    {
+        let mut unpacking = current.clone();
+        unpacking.phase = Some(BundlePhase::Unpacking);
+        unpacking.observed_generation = generation;
+        set_condition(
+            &mut unpacking.conditions,
+            ConditionUpdate {
+                type_: TYPE_UNPACKED,
+                status: status::FALSE,
+                reason: reasons::UNPACKING,
+                message: "Unpacking the bundle content",
+            },
+            generation,
+            &kit::conditions::now(),
+        );
+        write_status(&ctx, &name, &unpacking).await?;
+    }
+
+    let started = Instant::now();
+    let attempt = attempt(&bundle, &ctx).await;
+    let mut next = current.clone();
+    next.observed_generation = generation;
+    let now = kit::conditions::now();
+    let action = match attempt {
+        Attempt::Unpacked {
+            content,
+            resolved,
+            source,
+        } => {
+            ctx.unpacks
+                .duration
+                .with_label_values(&[source])
+                .observe(started.elapsed().as_secs_f64());
+            ctx.unpacks
+                .bytes
+                .with_label_values(&[source])
+                .inc_by(u64::try_from(content.size).unwrap_or(0));
+            let message = format!("Successfully unpacked the {source} Bundle");
+            set_condition(
+                &mut next.conditions,
+                ConditionUpdate {
+                    type_: TYPE_UNPACKED,
+                    status: status::TRUE,
+                    reason: reasons::UNPACK_SUCCESSFUL,
+                    message: &message,
+                },
+                generation,
+                &now,
+            );
+            next.phase = Some(BundlePhase::Unpacked);
+            next.resolved_source = Some(*resolved);
+            next.content = Some(content);
+            ctx.backoff.reset(&name);
+            timer.finish("success");
+            Action::requeue(VERIFY_INTERVAL)
+        }
+        Attempt::WaitingForUpload => {
+            set_condition(
+                &mut next.conditions,
+                ConditionUpdate {
+                    type_: TYPE_UNPACKED,
+                    status: status::FALSE,
+                    reason: reasons::UNPACK_PENDING,
+                    message: "Waiting for the bundle content to be uploaded (rukpak-core upload)",
+                },
+                generation,
+                &now,
+            );
+            next.phase = Some(BundlePhase::Pending);
+            timer.finish("success");
+            Action::await_change()
+        }
+        Attempt::Failed {
+            message,
+            terminal,
+            source,
+            reason,
+        } => {
+            ctx.unpacks
+                .failures
+                .with_label_values(&[source, reason])
+                .inc();
+            set_condition(
+                &mut next.conditions,
+                ConditionUpdate {
+                    type_: TYPE_UNPACKED,
+                    status: status::FALSE,
+                    reason: reasons::UNPACK_FAILED,
+                    message: &message,
+                },
+                generation,
+                &now,
+            );
+            next.phase = Some(BundlePhase::Failing);
+            timer.finish(reason);
+            if terminal {
+                Action::await_change()
+            } else {
+                Action::requeue(ctx.backoff.next_delay(&name))
+            }
+        }
+    };
+    if next != current {
+        announce(&ctx, &bundle, &current, &next).await;
+        write_status(&ctx, &name, &next).await?;
+    }
+    Ok(action)
+}
+
+async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
+    let source = source_label(bundle);
+    let failed = |message: String, terminal: bool, reason: &'static str| Attempt::Failed {
+        message,
+        terminal,
+        source,
+        reason,
+    };
+    let prepared = match sources::prepare(&ctx.client, &ctx.namespace, &bundle.spec.source).await {
+        Ok(prepared) => prepared,
+        Err(err) => {
+            let reason = if matches!(err, SourceError::Missing { .. }) {
+                "missing_reference"
+            } else {
+                "invalid_source"
+            };
+            return failed(error_chain(&err), err.is_terminal(), reason);
+        }
+    };
+    let owner = owner_reference(bundle);
+    match prepared {
+        Prepared::Upload => {
+            let Some(digest) = bundle.annotations().get(UPLOADED_DIGEST_ANNOTATION) else {
+                return Attempt::WaitingForUpload;
+            };
+            let parsed = match digest.parse() {
+                Ok(parsed) => parsed,
+                Err(err) => {
+                    return failed(
+                        format!("invalid {UPLOADED_DIGEST_ANNOTATION} {digest:?}: {err}"),
+                        true,
+                        "invalid_source",
+                    );
+                }
+            };
+            match ctx.store.stat(&parsed).await {
+                Ok(Some(stored)) => Attempt::Unpacked {
+                    content: ContentRef {
+                        digest: stored.digest.to_string(),
+                        size: i64::try_from(stored.size).unwrap_or(i64::MAX),
+                        chunks: i32::try_from(stored.chunks).unwrap_or(i32::MAX),
+                    },
+                    resolved: Box::new(bundle.spec.source.clone()),
+                    source,
+                },
+                Ok(None) => Attempt::WaitingForUpload,
+                Err(err) => failed(error_chain(&err), false, err.label()),
+            }
+        }
+        Prepared::Fetch(fetch) => {
+            let unpacked = match ctx.unpacker.unpack(&fetch).await {
+                Ok(unpacked) => unpacked,
+                Err(err) => return failed(error_chain(&err), err.is_terminal(), "unpack_failed"),
+            };
+            let Some(owner) = owner else {
+                return failed("the Bundle has no uid yet".into(), false, "store");
+            };
+            match ctx.store.write(&unpacked.content, &owner).await {
+                Ok(stored) => Attempt::Unpacked {
+                    content: ContentRef {
+                        digest: stored.digest.to_string(),
+                        size: i64::try_from(stored.size).unwrap_or(i64::MAX),
+                        chunks: i32::try_from(stored.chunks).unwrap_or(i32::MAX),
+                    },
+                    resolved: Box::new(sources::pinned(&bundle.spec.source, &unpacked.resolved)),
+                    source,
+                },
+                Err(err) => failed(error_chain(&err), err.is_terminal(), err.label()),
+            }
+        }
+    }
+}
+
+/// The owner reference that makes stored content go with the last Bundle using it.
+pub fn owner_reference(bundle: &Bundle) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: Bundle::api_version(&()).into_owned(),
+        kind: Bundle::kind(&()).into_owned(),
+        name: bundle.name_any(),
+        uid: bundle.uid()?,
+        controller: None,
+        block_owner_deletion: None,
+    })
+}
+
+async fn write_status(ctx: &Context, name: &str, next: &BundleStatus) -> Result<(), Error> {
+    let patch = serde_json::json!({ "status": next });
+    Api::<Bundle>::all(ctx.client.clone())
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+        .map_err(|source| Error {
+            name: name.to_owned(),
+            source,
+        })
+}
+
+async fn announce(ctx: &Context, bundle: &Bundle, before: &BundleStatus, after: &BundleStatus) {
+    let (Some(new), old) = (
+        kit::conditions::find(&after.conditions, TYPE_UNPACKED),
+        kit::conditions::find(&before.conditions, TYPE_UNPACKED),
+    ) else {
+        return;
+    };
+    if old.is_some_and(|o| o.reason == new.reason && o.message == new.message) {
+        return;
+    }
+    ctx.event(
+        bundle,
+        new.reason == reasons::UNPACK_FAILED,
+        &new.reason.clone(),
+        new.message.clone(),
+    )
+    .await;
+}
+
+impl Context {
+    async fn event(&self, bundle: &Bundle, warning: bool, reason: &str, note: String) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: "Unpack".into(),
+            secondary: None,
+        };
+        if let Err(err) = self.recorder.publish(&event, &bundle.object_ref(&())).await {
+            tracing::warn!(bundle = %bundle.name_any(), error = %err, "failed to publish event");
+        }
+    }
+}

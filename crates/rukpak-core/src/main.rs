@@ -1,0 +1,158 @@
+//! `rukpak-core`: unpacks Bundles into the content store and drives BundleDeployment
+//! pivots (`run`), and uploads content for upload Bundles (`upload`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use kit::admin::Admin;
+use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
+use kit::metrics::ReconcileMetrics;
+use rukpak_core::{bundle, error_chain, templating, upload};
+
+/// RukPak's core: Bundle unpacking and BundleDeployment pivots.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
+    telemetry: TelemetryArgs,
+
+    /// Only handle Bundles and BundleDeployments matching this label selector (for
+    /// sharding, or several instances on one cluster).
+    #[arg(long, env = "WATCH_SELECTOR", global = true)]
+    watch_selector: Option<String>,
+
+    /// Namespace of the content store, and of the Secrets and ConfigMaps sources name.
+    #[arg(
+        long,
+        env = "SYSTEM_NAMESPACE",
+        default_value = "rukpak-system",
+        global = true
+    )]
+    system_namespace: String,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the Bundle and BundleDeployment controllers.
+    Run {
+        #[command(flatten)]
+        admin: AdminArgs,
+        #[command(flatten)]
+        leader: LeaderElectionArgs,
+        /// Directory caching unpacked images by digest, so a digest is never pulled twice.
+        #[arg(long, env = "IMAGE_CACHE_DIR")]
+        image_cache_dir: Option<PathBuf>,
+    },
+    /// Upload a directory or a tar.gz as the content of a Bundle whose source is `upload`.
+    Upload {
+        /// The Bundle.
+        bundle: String,
+        /// A directory (its contents become the bundle root) or a .tar.gz file.
+        path: PathBuf,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Err(err) = kit::telemetry::init(&args.telemetry) {
+        eprintln!("rukpak-core: {}", error_chain(&err));
+        return ExitCode::FAILURE;
+    }
+    let result = match args.command {
+        Command::Run {
+            ref admin,
+            ref leader,
+            ref image_cache_dir,
+        } => run(&args, admin, leader, image_cache_dir.clone()).await,
+        Command::Upload {
+            ref bundle,
+            ref path,
+        } => upload_command(&args, bundle, path.clone()).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("rukpak-core: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn upload_command(args: &Args, bundle: &str, path: PathBuf) -> Result<(), String> {
+    let client = args.client.client().await.map_err(|e| error_chain(&e))?;
+    let stored = upload::upload(
+        &client,
+        &args.system_namespace,
+        bundle,
+        path,
+        &content::Limits::default(),
+    )
+    .await
+    .map_err(|e| error_chain(&e))?;
+    println!(
+        "uploaded {} ({} bytes, {} chunks) for Bundle {bundle}",
+        stored.digest, stored.size, stored.chunks
+    );
+    Ok(())
+}
+
+async fn run(
+    args: &Args,
+    admin_args: &AdminArgs,
+    leader: &LeaderElectionArgs,
+    image_cache_dir: Option<PathBuf>,
+) -> Result<(), String> {
+    let shutdown = kit::shutdown::on_signal();
+    let client = args.client.client().await.map_err(|e| error_chain(&e))?;
+    let admin = Admin::new();
+    let reconciles =
+        ReconcileMetrics::register(&admin.registry, "rukpak_core").map_err(|e| error_chain(&e))?;
+    let unpacks = bundle::UnpackMetrics::register(&admin.registry).map_err(|e| error_chain(&e))?;
+    let server = admin
+        .serve(admin_args.address, shutdown.clone())
+        .await
+        .map_err(|e| error_chain(&e))?;
+    let options = content::source::UnpackOptions {
+        image_cache_dir,
+        ..content::source::UnpackOptions::default()
+    };
+    let namespace = args.system_namespace.clone();
+    let readiness = admin.readiness.clone();
+    let selector = args.watch_selector.clone();
+    kit::leader::run_controllers(
+        client.clone(),
+        leader,
+        "rukpak-core",
+        &args.system_namespace,
+        &admin.readiness,
+        shutdown.clone(),
+        |token| async move {
+            let bundles = Arc::new(bundle::Context::new(
+                client.clone(),
+                &namespace,
+                options,
+                reconciles.clone(),
+                unpacks,
+                selector.clone(),
+            ));
+            let deployments = Arc::new(templating::Context::new(client, reconciles, selector));
+            tokio::join!(
+                bundle::run(bundles, &readiness, token.clone()),
+                templating::run(deployments, &readiness, token),
+            );
+        },
+    )
+    .await
+    .map_err(|e| error_chain(&e))?;
+    shutdown.cancel();
+    let _ = server.task.await;
+    Ok(())
+}

@@ -1,0 +1,481 @@
+//! rukpak-core against the real control plane: unpacking from ConfigMaps, http and
+//! uploads (image and git sources are covered by the content crate's tests against a
+//! real registry and git server), failure messages, a bundle of more than 20 MiB, and
+//! BundleDeployment pivots. The controllers run in this process, on a runtime of their
+//! own that outlives each test.
+
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kit::metrics::ReconcileMetrics;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use rukpak_api::{Bundle, BundleDeployment, BundlePhase, bundle_name, template_hash};
+use rukpak_core::{bundle, templating};
+use serde_json::json;
+use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn system_namespace() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| unique_name("rukpak-system"))
+}
+
+/// Only objects labelled for this process are handled: the cluster is shared with other
+/// test binaries, whose leftovers must not be unpacked here.
+fn test_selector() -> String {
+    format!("olmv1-test={}", system_namespace())
+}
+
+async fn setup() -> Client {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let client = client().await;
+    if STARTED.get().is_none() {
+        install_crds(&client).await;
+        apply_dir(&client, "deploy/provisioner-classes").await;
+        let ns: Namespace =
+            serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
+        let _ = Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await;
+        if STARTED.set(()).is_ok() {
+            std::thread::spawn(|| {
+                let runtime = tokio::runtime::Runtime::new().unwrap();
+                runtime.block_on(async {
+                    let client = Client::try_default().await.unwrap();
+                    let registry = prometheus::Registry::new();
+                    let reconciles =
+                        ReconcileMetrics::register(&registry, "rukpak_core_test").unwrap();
+                    let unpacks = bundle::UnpackMetrics::register(&registry).unwrap();
+                    let readiness = kit::admin::Readiness::default();
+                    let token = tokio_util::sync::CancellationToken::new();
+                    let bundles = Arc::new(bundle::Context::new(
+                        client.clone(),
+                        system_namespace(),
+                        content::source::UnpackOptions::default(),
+                        reconciles.clone(),
+                        unpacks,
+                        Some(test_selector()),
+                    ));
+                    let deployments = Arc::new(templating::Context::new(
+                        client,
+                        reconciles,
+                        Some(test_selector()),
+                    ));
+                    tokio::join!(
+                        bundle::run(bundles, &readiness, token.clone()),
+                        templating::run(deployments, &readiness, token)
+                    );
+                });
+            });
+        }
+    }
+    client
+}
+
+fn bundle_object(name: &str, source: serde_json::Value) -> Bundle {
+    serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "Bundle",
+        "metadata": { "name": name, "labels": { "olmv1-test": system_namespace() } },
+        "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": source }
+    }))
+    .unwrap()
+}
+
+/// Waits until the Bundle reaches `phase`, returning it.
+async fn wait_phase(client: &Client, name: &str, phase: BundlePhase) -> Bundle {
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    wait_for(&format!("Bundle {name} {phase:?}"), TIMEOUT, || async {
+        let bundle = bundles.get(name).await.map_err(|e| e.to_string())?;
+        let status = bundle.status.clone().unwrap_or_default();
+        if status.phase == Some(phase) {
+            Ok(bundle)
+        } else {
+            Err(format!(
+                "{:?}: {:?}",
+                status.phase,
+                status.conditions.first().map(|c| &c.message)
+            ))
+        }
+    })
+    .await
+}
+
+fn unpacked_message(bundle: &Bundle) -> String {
+    let status = bundle.status.clone().unwrap_or_default();
+    kit::conditions::find(&status.conditions, "Unpacked")
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
+async fn configmap(client: &Client, name: &str, immutable: bool, data: serde_json::Value) {
+    let cm: ConfigMap = serde_json::from_value(
+        json!({ "metadata": { "name": name }, "immutable": immutable, "data": data }),
+    )
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), system_namespace())
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+}
+
+/// Reads a Bundle's content back from the store (digest verified) as a file map.
+async fn files_of(client: &Client, bundle: &Bundle) -> content::FileMap {
+    let status = bundle.status.clone().unwrap();
+    let digest = status.content.unwrap().digest.parse().unwrap();
+    let store = content::store::Store::new(client.clone(), system_namespace());
+    store
+        .read(&digest)
+        .await
+        .unwrap()
+        .files(&content::Limits::default())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_immutable_config_map_bundle_unpacks_into_the_content_store() {
+    let client = setup().await;
+    let cm = unique_name("manifests");
+    configmap(
+        &client,
+        &cm,
+        true,
+        json!({ "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n" }),
+    )
+    .await;
+    let name = unique_name("cmb");
+    let source = json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": cm }, "path": "manifests" }] });
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle_object(&name, source))
+        .await
+        .unwrap();
+
+    let bundle = wait_phase(&client, &name, BundlePhase::Unpacked).await;
+    assert_eq!(
+        unpacked_message(&bundle),
+        "Successfully unpacked the configMaps Bundle"
+    );
+    let files = files_of(&client, &bundle).await;
+    assert!(
+        files
+            .get("manifests/cm.yaml")
+            .is_some_and(|b| b.starts_with(b"apiVersion: v1"))
+    );
+}
+
+#[tokio::test]
+async fn a_mutable_or_missing_config_map_fails_the_unpack_with_its_name() {
+    let client = setup().await;
+    let mutable = unique_name("mutable");
+    configmap(&client, &mutable, false, json!({ "a.yaml": "x: 1" })).await;
+    let name = unique_name("mut");
+    let source =
+        json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": mutable } }] });
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle_object(&name, source))
+        .await
+        .unwrap();
+    let bundle = wait_phase(&client, &name, BundlePhase::Failing).await;
+    let message = unpacked_message(&bundle);
+    assert!(
+        message.contains(&mutable) && message.contains("immutable"),
+        "{message}"
+    );
+
+    let name = unique_name("missing");
+    let source = json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": "does-not-exist" } }] });
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle_object(&name, source))
+        .await
+        .unwrap();
+    let bundle = wait_phase(&client, &name, BundlePhase::Failing).await;
+    assert_eq!(
+        unpacked_message(&bundle),
+        format!("ConfigMap {}/does-not-exist not found", system_namespace())
+    );
+}
+
+/// A gzip'd tar of `files`.
+fn tar_gz(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for (path, data) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, path, *data).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// Serves `body` at `/bundle.tgz` on a loopback port; other paths are 404.
+async fn serve(body: Vec<u8>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/bundle.tgz",
+        axum::routing::get(move || {
+            let body = body.clone();
+            async move { body }
+        }),
+    );
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener.into_std().unwrap()).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+    });
+    format!("http://{address}")
+}
+
+#[tokio::test]
+async fn an_http_bundle_unpacks_and_records_its_sha256_and_bad_downloads_say_why() {
+    let client = setup().await;
+    let archive = tar_gz(&[(
+        "manifests/a.yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    )]);
+    let sha256 = {
+        use std::fmt::Write as _;
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&archive);
+        digest.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    };
+    let base = serve(archive).await;
+    let bundles: Api<Bundle> = Api::all(client.clone());
+
+    let ok = unique_name("http");
+    bundles
+        .create(
+            &PostParams::default(),
+            &bundle_object(
+                &ok,
+                json!({ "type": "http", "http": { "url": format!("{base}/bundle.tgz") } }),
+            ),
+        )
+        .await
+        .unwrap();
+    let bundle = wait_phase(&client, &ok, BundlePhase::Unpacked).await;
+    let resolved = bundle.status.clone().unwrap().resolved_source.unwrap();
+    assert_eq!(resolved.http.unwrap().sha256, Some(sha256));
+
+    let missing = unique_name("http404");
+    bundles
+        .create(
+            &PostParams::default(),
+            &bundle_object(
+                &missing,
+                json!({ "type": "http", "http": { "url": format!("{base}/nope.tgz") } }),
+            ),
+        )
+        .await
+        .unwrap();
+    let message = unpacked_message(&wait_phase(&client, &missing, BundlePhase::Failing).await);
+    assert!(message.contains("404"), "{message}");
+
+    let mismatch = unique_name("httpsha");
+    let wrong = "0".repeat(64);
+    bundles.create(&PostParams::default(), &bundle_object(&mismatch, json!({ "type": "http", "http": { "url": format!("{base}/bundle.tgz"), "sha256": wrong } }))).await.unwrap();
+    let message = unpacked_message(&wait_phase(&client, &mismatch, BundlePhase::Failing).await);
+    assert!(message.contains("sha256"), "{message}");
+}
+
+#[tokio::test]
+async fn an_upload_bundle_waits_for_its_content_and_a_20_mib_upload_round_trips() {
+    let client = setup().await;
+    let name = unique_name("upload");
+    Api::<Bundle>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &bundle_object(&name, json!({ "type": "upload", "upload": {} })),
+        )
+        .await
+        .unwrap();
+    let pending = wait_phase(&client, &name, BundlePhase::Pending).await;
+    assert!(unpacked_message(&pending).contains("Waiting for the bundle content to be uploaded"));
+
+    // 24 MiB of manifests that do not compress well, so the content spans several chunks.
+    let dir = std::env::temp_dir().join(unique_name("upload"));
+    std::fs::create_dir_all(dir.join("manifests")).unwrap();
+    for i in 0..24 {
+        let mut file =
+            std::fs::File::create(dir.join("manifests").join(format!("cm-{i}.yaml"))).unwrap();
+        let mut noise = vec![0u8; 1024 * 1024];
+        rand::Rng::fill(&mut rand::rng(), noise.as_mut_slice());
+        let noise: String = noise
+            .iter()
+            .map(|b| char::from(b"0123456789abcdef"[usize::from(b & 15)]))
+            .collect();
+        writeln!(file, "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}}}\ndata:\n  blob: \"{noise}\"").unwrap();
+    }
+    let stored = rukpak_core::upload::upload(
+        &client,
+        system_namespace(),
+        &name,
+        dir.clone(),
+        &content::Limits::default(),
+    )
+    .await
+    .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(stored.chunks >= 10, "{stored:?}");
+    let bundle = wait_phase(&client, &name, BundlePhase::Unpacked).await;
+    assert_eq!(
+        bundle.status.clone().unwrap().content.unwrap().digest,
+        stored.digest.to_string()
+    );
+    let files = files_of(&client, &bundle).await;
+    assert_eq!(
+        files
+            .iter()
+            .filter(|(p, _)| p.starts_with("manifests/"))
+            .count(),
+        24
+    );
+
+    // A corrupted chunk is detected on read, never used.
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), system_namespace());
+    let chunk = configmaps
+        .list(&ListParams::default().labels(&content::store::Store::selector(&stored.digest)))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .last()
+        .unwrap();
+    let chunk_name = chunk.name_any();
+    configmaps
+        .delete(&chunk_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let mut corrupted = chunk.clone();
+    corrupted.metadata = kube::api::ObjectMeta {
+        name: Some(chunk_name),
+        labels: chunk.metadata.labels.clone(),
+        annotations: chunk.metadata.annotations.clone(),
+        ..Default::default()
+    };
+    if let Some(data) = corrupted.binary_data.as_mut() {
+        for value in data.values_mut() {
+            if let Some(byte) = value.0.get_mut(100) {
+                *byte ^= 0xff;
+            }
+        }
+    }
+    wait_for("the old chunk to be gone", TIMEOUT, || async {
+        match configmaps.create(&PostParams::default(), &corrupted).await {
+            Ok(_) => Ok(()),
+            Err(err) => Err(err.to_string()),
+        }
+    })
+    .await;
+    let store = content::store::Store::new(client.clone(), system_namespace());
+    let err = store.read(&stored.digest).await.unwrap_err();
+    assert!(
+        rukpak_core::error_chain(&err).contains("digest"),
+        "{}",
+        rukpak_core::error_chain(&err)
+    );
+}
+
+fn deployment(name: &str, cm: &str) -> BundleDeployment {
+    serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": { "name": name, "labels": { "olmv1-test": system_namespace() } },
+        "spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            "template": { "metadata": { "labels": { "app": "demo", "olmv1-test": system_namespace() } }, "spec": {
+                "provisionerClassName": "core-rukpak-io-plain",
+                "source": { "type": "configMaps", "configMaps": [{ "configMap": { "name": cm } }] }
+            }}
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_template_change_creates_a_new_bundle_and_the_old_one_goes_once_the_new_one_is_active() {
+    let client = setup().await;
+    let (v1, v2) = (unique_name("v1"), unique_name("v2"));
+    configmap(&client, &v1, true, json!({ "a.yaml": "x: 1" })).await;
+    configmap(&client, &v2, true, json!({ "a.yaml": "x: 2" })).await;
+    let name = unique_name("pivot");
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    let created = deployments
+        .create(&PostParams::default(), &deployment(&name, &v1))
+        .await
+        .unwrap();
+    let first = bundle_name(&name, &template_hash(&created.spec.template));
+    let bundle = wait_phase(&client, &first, BundlePhase::Unpacked).await;
+    assert_eq!(
+        bundle.labels().get("core.rukpak.io/owner-name"),
+        Some(&name)
+    );
+    assert_eq!(bundle.labels().get("app").map(String::as_str), Some("demo"));
+    assert_eq!(bundle.owner_references()[0].name, name);
+
+    // The provisioner installs it (simulated), then the template changes.
+    let active = json!({ "status": { "activeBundle": first } });
+    deployments
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&active))
+        .await
+        .unwrap();
+    let updated = deployments
+        .patch(
+            &name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&deployment(&name, &v2)),
+        )
+        .await
+        .unwrap();
+    let second = bundle_name(&name, &template_hash(&updated.spec.template));
+    assert_ne!(first, second);
+    wait_phase(&client, &second, BundlePhase::Unpacked).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        bundles.get_opt(&first).await.unwrap().is_some(),
+        "the active Bundle is kept until the provisioner moves"
+    );
+
+    let moved = json!({ "status": { "activeBundle": second } });
+    deployments
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&moved))
+        .await
+        .unwrap();
+    wait_for("the old Bundle to be deleted", TIMEOUT, || async {
+        match bundles.get_opt(&first).await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(b) if b.metadata.deletion_timestamp.is_some() => Ok(()),
+            Some(_) => Err("still there".to_owned()),
+        }
+    })
+    .await;
+
+    // A deleted active Bundle is generated again.
+    bundles
+        .delete(&second, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the deleted Bundle to be regenerated", TIMEOUT, || async {
+        match bundles.get_opt(&second).await.map_err(|e| e.to_string())? {
+            Some(b) if b.metadata.deletion_timestamp.is_none() => Ok(()),
+            _ => Err("not regenerated".to_owned()),
+        }
+    })
+    .await;
+}

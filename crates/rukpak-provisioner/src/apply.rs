@@ -1,0 +1,726 @@
+//! The apply engine: ordered server-side apply of a bundle's objects for one
+//! BundleDeployment, with collision protection and CRD upgrade safety checked before the
+//! first write, an inventory of what was applied, pruning of what a pivot removed, and a
+//! deletion path that never destroys user data.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, Scope, pinned_kind};
+use kube::{Api, Client};
+use rukpak_api::{CollisionProtection, InventoryEntry};
+use serde_json::json;
+
+use crate::collision::{self, Collision};
+use crate::crd_safety;
+use crate::object::{ObjectKey, owner_labels, owning_bundle_deployment};
+use crate::phase::{Phase, phase_of, sort_for_apply};
+use crate::prune::{PRUNE_ANNOTATION, PRUNE_DISABLED, stale};
+use crate::subset::is_subset;
+
+/// How long to wait for a CRD of the bundle to become Established.
+const CRD_ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A failed apply. Nothing after the failing step was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// A kind is not served by the API server and no CRD in the bundle defines it.
+    #[error("failed to find kind {kind} in API group version {api_version}: is its CRD installed?")]
+    UnknownKind {
+        /// The object's apiVersion.
+        api_version: String,
+        /// The object's kind.
+        kind: String,
+    },
+    /// Discovery failed for another reason.
+    #[error("failed to discover {api_version} {kind}")]
+    Discovery {
+        /// The object's apiVersion.
+        api_version: String,
+        /// The object's kind.
+        kind: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// Existing objects may not be taken over; nothing was written.
+    #[error("{}", join_lines(.0))]
+    Collisions(Vec<Collision>),
+    /// CRD updates would break existing custom resources; nothing was written.
+    #[error("unsafe CRD upgrade: {}", join_lines(.0))]
+    UnsafeCrdUpgrade(Vec<crd_safety::Violation>),
+    /// The API server refused one object.
+    #[error("failed to apply {object}")]
+    Apply {
+        /// The object.
+        object: ObjectKey,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// Reading an object failed.
+    #[error("failed to read {object}")]
+    Read {
+        /// The object.
+        object: ObjectKey,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// A CRD of the bundle did not become Established in time.
+    #[error("CRD {name} did not become Established within {timeout:?}")]
+    CrdNotEstablished {
+        /// CRD name.
+        name: String,
+        /// How long we waited.
+        timeout: Duration,
+    },
+    /// Deleting an object failed.
+    #[error("failed to delete {object}")]
+    Delete {
+        /// The object.
+        object: ObjectKey,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn join_lines<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl ApplyError {
+    /// Whether retrying without a spec or content change cannot help.
+    pub fn is_terminal(&self) -> bool {
+        match self {
+            Self::Collisions(_) | Self::UnsafeCrdUpgrade(_) | Self::UnknownKind { .. } => true,
+            Self::Apply { source, .. } => is_client_error(source),
+            _ => false,
+        }
+    }
+}
+
+/// A 4xx other than conflicts and throttling: the request itself is wrong.
+fn is_client_error(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if (400..500).contains(&status.code) && status.code != 409 && status.code != 429)
+}
+
+fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 404)
+}
+
+/// What one BundleDeployment wants applied.
+#[derive(Debug, Clone)]
+pub struct ApplyRequest {
+    /// Name of the BundleDeployment.
+    pub owner: String,
+    /// The bundle's objects.
+    pub objects: Vec<DynamicObject>,
+    /// Namespace for namespaced objects that name none.
+    pub install_namespace: Option<String>,
+    /// Policy for objects that already exist.
+    pub collision_protection: CollisionProtection,
+    /// What the previous apply recorded, for pruning.
+    pub previous_inventory: Vec<InventoryEntry>,
+}
+
+/// What an apply did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Every object of the bundle, as applied (namespaces defaulted), in apply order.
+    pub inventory: Vec<InventoryEntry>,
+    /// Objects patched because they were missing or had drifted.
+    pub written: Vec<ObjectKey>,
+    /// Objects pruned because the bundle no longer has them.
+    pub pruned: Vec<ObjectKey>,
+    /// Objects that left the bundle but were kept, with the reason (opt-out annotation, a
+    /// CRD that still has custom resources).
+    pub kept: Vec<(ObjectKey, String)>,
+}
+
+/// What deleting a BundleDeployment's objects did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteReport {
+    /// Objects deleted.
+    pub deleted: Vec<ObjectKey>,
+    /// Objects left in place, with the reason.
+    pub orphaned: Vec<(ObjectKey, String)>,
+}
+
+/// Discovery results by (group, version, kind); `None` when the kind is not served.
+type KindCache = HashMap<(String, String, String), Option<(ApiResource, ApiCapabilities)>>;
+
+/// One object ready to apply.
+struct Resolved {
+    key: ObjectKey,
+    resource: ApiResource,
+    object: DynamicObject,
+}
+
+/// Applies objects through one client (the provisioner's own, or one impersonating the
+/// BundleDeployment's ServiceAccount).
+#[derive(Clone)]
+pub struct Applier {
+    client: Client,
+}
+
+impl Applier {
+    /// An applier writing through `client`.
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+
+    /// The field manager of one BundleDeployment's writes.
+    pub fn field_manager(owner: &str) -> String {
+        format!("bundledeployment/{owner}")
+    }
+
+    async fn discover(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<Option<(ApiResource, ApiCapabilities)>, ApplyError> {
+        let gvk = GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
+        match pinned_kind(&self.client, &gvk).await {
+            Ok(found) => Ok(Some(found)),
+            Err(kube::Error::Discovery(_)) => Ok(None),
+            Err(err) if is_not_found(&err) => Ok(None),
+            Err(source) => Err(ApplyError::Discovery {
+                api_version: key.api_version(),
+                kind: key.kind.clone(),
+                source,
+            }),
+        }
+    }
+
+    fn api(&self, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
+            None => Api::all_with(self.client.clone(), resource),
+        }
+    }
+
+    /// Resolves an object's kind and scope, defaults its namespace, and adds owner labels.
+    /// `None` when its kind is not served yet (a CRD of this bundle will define it).
+    async fn resolve(
+        &self,
+        request: &ApplyRequest,
+        mut object: DynamicObject,
+        cache: &mut KindCache,
+    ) -> Result<Option<Resolved>, ApplyError> {
+        let mut key = ObjectKey::of(&object);
+        let cache_key = (key.group.clone(), key.version.clone(), key.kind.clone());
+        let found = match cache.get(&cache_key) {
+            Some(found) => found.clone(),
+            None => {
+                let found = self.discover(&key).await?;
+                cache.insert(cache_key, found.clone());
+                found
+            }
+        };
+        let Some((resource, capabilities)) = found else {
+            return Ok(None);
+        };
+        match capabilities.scope {
+            Scope::Namespaced => {
+                if object.metadata.namespace.is_none() {
+                    object.metadata.namespace = Some(
+                        request
+                            .install_namespace
+                            .clone()
+                            .unwrap_or_else(|| "default".to_owned()),
+                    );
+                }
+            }
+            // A namespace on a cluster-scoped object is ignored by the server; drop it so
+            // the inventory names the object correctly.
+            Scope::Cluster => object.metadata.namespace = None,
+        }
+        key.namespace = object.metadata.namespace.clone();
+        let labels = object.metadata.labels.get_or_insert_with(BTreeMap::new);
+        labels.extend(owner_labels(&request.owner));
+        // Server-side apply rejects these on input.
+        object.metadata.resource_version = None;
+        object.metadata.uid = None;
+        object.metadata.managed_fields = None;
+        object.metadata.creation_timestamp = None;
+        Ok(Some(Resolved {
+            key,
+            resource,
+            object,
+        }))
+    }
+
+    /// Applies the bundle: see the module docs for the order of steps.
+    pub async fn apply(&self, request: ApplyRequest) -> Result<ApplyReport, ApplyError> {
+        let mut cache = HashMap::new();
+        let bundle_crds: Vec<(String, String)> =
+            request.objects.iter().filter_map(crd_group_kind).collect();
+
+        // 1. Resolve every object whose kind is served; the rest must be defined by a CRD
+        //    of this bundle and wait for it.
+        let mut ready = Vec::new();
+        let mut deferred = Vec::new();
+        for object in request.objects.clone() {
+            let key = ObjectKey::of(&object);
+            match self.resolve(&request, object.clone(), &mut cache).await? {
+                Some(resolved) => ready.push(resolved),
+                None if bundle_crds
+                    .iter()
+                    .any(|(g, k)| *g == key.group && *k == key.kind) =>
+                {
+                    deferred.push(object)
+                }
+                None => {
+                    return Err(ApplyError::UnknownKind {
+                        api_version: key.api_version(),
+                        kind: key.kind,
+                    });
+                }
+            }
+        }
+
+        // 2. Before any write: collisions and CRD upgrade safety, all reported at once.
+        let mut live: HashMap<ObjectKey, DynamicObject> = HashMap::new();
+        let mut collisions = Vec::new();
+        let mut violations = Vec::new();
+        for item in &ready {
+            let api = self.api(&item.resource, item.key.namespace.as_deref());
+            let existing =
+                api.get_opt(&item.key.name)
+                    .await
+                    .map_err(|source| ApplyError::Read {
+                        object: item.key.clone(),
+                        source,
+                    })?;
+            let Some(existing) = existing else { continue };
+            if let Some(collision) = collision::check(
+                &request.owner,
+                request.collision_protection,
+                &item.key,
+                &existing.metadata,
+            ) {
+                collisions.push(collision);
+            }
+            if is_crd(&item.key)
+                && let (Ok(old), Ok(new)) = (to_crd(&existing), to_crd(&item.object))
+            {
+                violations.extend(crd_safety::check(&old, &new));
+            }
+            live.insert(item.key.clone(), existing);
+        }
+        if !collisions.is_empty() {
+            return Err(ApplyError::Collisions(collisions));
+        }
+        if !violations.is_empty() {
+            return Err(ApplyError::UnsafeCrdUpgrade(violations));
+        }
+
+        // 3. Dry-run every object that needs a write: a refusal (forbidden to the
+        //    impersonated account, invalid) stops the install before the first real write.
+        //    Objects in namespaces this bundle creates can only be tried once those exist,
+        //    right after the foundations.
+        let mut report = ApplyReport::default();
+        sort_for_apply(&mut ready, |r| &r.key);
+        let params = PatchParams::apply(&Self::field_manager(&request.owner)).force();
+        let dry_run = PatchParams {
+            dry_run: true,
+            ..params.clone()
+        };
+        let new_namespaces: HashSet<String> = ready
+            .iter()
+            .filter(|r| {
+                r.key.group.is_empty() && r.key.kind == "Namespace" && !live.contains_key(&r.key)
+            })
+            .map(|r| r.key.name.clone())
+            .collect();
+        let in_new_namespace = |r: &Resolved| {
+            r.key
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| new_namespaces.contains(ns))
+        };
+        for item in ready
+            .iter()
+            .filter(|r| !in_new_namespace(r) && needs_write(r, live.get(&r.key)))
+        {
+            self.patch(item, &dry_run).await?;
+        }
+
+        // 4. Apply in phases; after the foundations, wait for CRDs and resolve the custom
+        //    resources they define.
+        let (foundations, rest): (Vec<Resolved>, Vec<Resolved>) = ready
+            .into_iter()
+            .partition(|r| phase_of(&r.key) == Phase::Foundations);
+        for item in &foundations {
+            self.write(item, live.get(&item.key), &params, &mut report)
+                .await?;
+        }
+        for item in foundations.iter().filter(|r| is_crd(&r.key)) {
+            self.wait_established(&item.key.name).await?;
+        }
+        let mut rest = rest;
+        let mut late = Vec::new();
+        if !deferred.is_empty() {
+            cache.clear();
+            for object in deferred {
+                let key = ObjectKey::of(&object);
+                match self.resolve(&request, object, &mut cache).await? {
+                    Some(resolved) => late.push(resolved),
+                    None => {
+                        return Err(ApplyError::UnknownKind {
+                            api_version: key.api_version(),
+                            kind: key.kind,
+                        });
+                    }
+                }
+            }
+        }
+        for item in rest
+            .iter()
+            .filter(|r| in_new_namespace(r))
+            .chain(late.iter())
+        {
+            self.patch(item, &dry_run).await?;
+        }
+        rest.extend(late);
+        sort_for_apply(&mut rest, |r| &r.key);
+        for item in &rest {
+            self.write(item, live.get(&item.key), &params, &mut report)
+                .await?;
+        }
+        let mut applied: Vec<ObjectKey> = foundations
+            .iter()
+            .chain(rest.iter())
+            .map(|r| r.key.clone())
+            .collect();
+        sort_for_apply(&mut applied, |k| k);
+        report.inventory = applied.iter().map(InventoryEntry::from).collect();
+
+        // 5. Prune what the previous bundle had and this one does not.
+        let previous: Vec<ObjectKey> = request
+            .previous_inventory
+            .iter()
+            .map(ObjectKey::from)
+            .collect();
+        for key in stale(&previous, &applied) {
+            match self.remove(&request.owner, &key).await? {
+                Removal::Deleted => report.pruned.push(key),
+                Removal::Kept(reason) => report.kept.push((key, reason)),
+                Removal::Gone => {}
+            }
+        }
+        Ok(report)
+    }
+
+    /// Patches one object unless the live copy already holds every desired field.
+    async fn write(
+        &self,
+        item: &Resolved,
+        live: Option<&DynamicObject>,
+        params: &PatchParams,
+        report: &mut ApplyReport,
+    ) -> Result<(), ApplyError> {
+        if !needs_write(item, live) {
+            return Ok(());
+        }
+        self.patch(item, params).await?;
+        report.written.push(item.key.clone());
+        Ok(())
+    }
+
+    async fn patch(&self, item: &Resolved, params: &PatchParams) -> Result<(), ApplyError> {
+        self.api(&item.resource, item.key.namespace.as_deref())
+            .patch(&item.key.name, params, &Patch::Apply(&item.object))
+            .await
+            .map(|_| ())
+            .map_err(|source| ApplyError::Apply {
+                object: item.key.clone(),
+                source,
+            })
+    }
+
+    async fn wait_established(&self, name: &str) -> Result<(), ApplyError> {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let deadline = tokio::time::Instant::now() + CRD_ESTABLISH_TIMEOUT;
+        loop {
+            let crd = crds
+                .get_opt(name)
+                .await
+                .map_err(|source| ApplyError::Read {
+                    object: crd_key(name),
+                    source,
+                })?;
+            let established = crd
+                .and_then(|c| c.status)
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            if established {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(ApplyError::CrdNotEstablished {
+                    name: name.to_owned(),
+                    timeout: CRD_ESTABLISH_TIMEOUT,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Deletes every object of `inventory` that `owner` still manages, in reverse apply
+    /// order, keeping CRDs that still have custom resources and namespaces that hold
+    /// anything else (both orphaned: their owner labels are removed).
+    pub async fn delete_all(
+        &self,
+        owner: &str,
+        inventory: &[InventoryEntry],
+    ) -> Result<DeleteReport, ApplyError> {
+        let mut keys: Vec<ObjectKey> = inventory.iter().map(ObjectKey::from).collect();
+        sort_for_apply(&mut keys, |k| k);
+        keys.reverse();
+        let mut report = DeleteReport::default();
+        for key in keys {
+            match self.remove(owner, &key).await? {
+                Removal::Deleted => report.deleted.push(key),
+                Removal::Kept(reason) => {
+                    self.release(&key).await?;
+                    report.orphaned.push((key, reason));
+                }
+                Removal::Gone => {}
+            }
+        }
+        Ok(report)
+    }
+
+    /// Deletes one object `owner` manages, unless something would be lost.
+    async fn remove(&self, owner: &str, key: &ObjectKey) -> Result<Removal, ApplyError> {
+        let Some((resource, capabilities)) = self.discover(key).await? else {
+            return Ok(Removal::Gone);
+        };
+        let namespace = match capabilities.scope {
+            Scope::Namespaced => key.namespace.as_deref(),
+            Scope::Cluster => None,
+        };
+        let api = self.api(&resource, namespace);
+        let Some(live) = api
+            .get_opt(&key.name)
+            .await
+            .map_err(|source| ApplyError::Read {
+                object: key.clone(),
+                source,
+            })?
+        else {
+            return Ok(Removal::Gone);
+        };
+        if owning_bundle_deployment(live.metadata.labels.as_ref()) != Some(owner) {
+            // Someone else took it over (or it was never ours): not ours to delete.
+            return Ok(Removal::Gone);
+        }
+        if live
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(PRUNE_ANNOTATION))
+            .map(String::as_str)
+            == Some(PRUNE_DISABLED)
+        {
+            return Ok(Removal::Kept(format!(
+                "annotated {PRUNE_ANNOTATION}={PRUNE_DISABLED}"
+            )));
+        }
+        if is_crd(key)
+            && let Some(count) = self.custom_resources_exist(&live).await?
+        {
+            return Ok(Removal::Kept(format!(
+                "CRD still has custom resources (at least {count}); deleting it would delete them"
+            )));
+        }
+        if key.group.is_empty()
+            && key.kind == "Namespace"
+            && let Some(other) = self.foreign_object_in(&key.name, owner).await?
+        {
+            return Ok(Removal::Kept(format!(
+                "namespace holds {other}, which this BundleDeployment did not create"
+            )));
+        }
+        match api.delete(&key.name, &DeleteParams::background()).await {
+            Ok(_) => Ok(Removal::Deleted),
+            Err(err) if is_not_found(&err) => Ok(Removal::Gone),
+            Err(source) => Err(ApplyError::Delete {
+                object: key.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Removes the owner labels from an object that is left behind.
+    async fn release(&self, key: &ObjectKey) -> Result<(), ApplyError> {
+        let Some((resource, _)) = self.discover(key).await? else {
+            return Ok(());
+        };
+        let patch = json!({ "metadata": { "labels": {
+            rukpak_api::labels::OWNER_KIND: null, rukpak_api::labels::OWNER_NAME: null
+        }}});
+        match self
+            .api(&resource, key.namespace.as_deref())
+            .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(err) if is_not_found(&err) => Ok(()),
+            Err(source) => Err(ApplyError::Apply {
+                object: key.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// How many custom resources (up to a small number) exist for a live CRD, if any.
+    async fn custom_resources_exist(
+        &self,
+        crd: &DynamicObject,
+    ) -> Result<Option<usize>, ApplyError> {
+        let Ok(crd) = to_crd(crd) else {
+            return Ok(None);
+        };
+        let Some(version) = crd.spec.versions.iter().find(|v| v.served) else {
+            return Ok(None);
+        };
+        let resource = ApiResource {
+            group: crd.spec.group.clone(),
+            version: version.name.clone(),
+            api_version: format!("{}/{}", crd.spec.group, version.name),
+            kind: crd.spec.names.kind.clone(),
+            plural: crd.spec.names.plural.clone(),
+        };
+        let list = Api::<DynamicObject>::all_with(self.client.clone(), &resource)
+            .list_metadata(&ListParams::default().limit(5))
+            .await;
+        match list {
+            Ok(list) if list.items.is_empty() => Ok(None),
+            Ok(list) => Ok(Some(list.items.len())),
+            Err(err) if is_not_found(&err) => Ok(None),
+            Err(source) => Err(ApplyError::Read {
+                object: crd_key(&crd.metadata.name.unwrap_or_default()),
+                source,
+            }),
+        }
+    }
+
+    /// The first object in `namespace` not managed by `owner` (ignoring what Kubernetes
+    /// creates in every namespace), if any.
+    async fn foreign_object_in(
+        &self,
+        namespace: &str,
+        owner: &str,
+    ) -> Result<Option<String>, ApplyError> {
+        let discovery = kube::Discovery::new(self.client.clone())
+            .run()
+            .await
+            .map_err(|source| ApplyError::Discovery {
+                api_version: "*".into(),
+                kind: "*".into(),
+                source,
+            })?;
+        for group in discovery.groups() {
+            for (resource, capabilities) in group.recommended_resources() {
+                if capabilities.scope != Scope::Namespaced
+                    || !capabilities.supports_operation(kube::discovery::verbs::LIST)
+                {
+                    continue;
+                }
+                if ["Event", "Lease", "EndpointSlice", "Endpoints"]
+                    .contains(&resource.kind.as_str())
+                {
+                    continue;
+                }
+                let Ok(list) = Api::<DynamicObject>::namespaced_with(
+                    self.client.clone(),
+                    namespace,
+                    &resource,
+                )
+                .list_metadata(&ListParams::default().limit(50))
+                .await
+                else {
+                    continue;
+                };
+                for item in list.items {
+                    let name = item.metadata.name.clone().unwrap_or_default();
+                    let automatic = (resource.kind == "ConfigMap" && name == "kube-root-ca.crt")
+                        || (resource.kind == "ServiceAccount" && name == "default");
+                    let ours =
+                        owning_bundle_deployment(item.metadata.labels.as_ref()) == Some(owner);
+                    // Pods, ReplicaSets and the like belong to our workloads through owner
+                    // references; they go with them.
+                    let owned = item
+                        .metadata
+                        .owner_references
+                        .as_ref()
+                        .is_some_and(|r| !r.is_empty());
+                    if !automatic && !ours && !owned {
+                        return Ok(Some(format!("{} {namespace}/{name}", resource.kind)));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Whether `item` must be written: it is missing, or a field we set has drifted.
+fn needs_write(item: &Resolved, live: Option<&DynamicObject>) -> bool {
+    let Some(live) = live else { return true };
+    match (
+        serde_json::to_value(&item.object),
+        serde_json::to_value(live),
+    ) {
+        (Ok(desired), Ok(live)) => !is_subset(&desired, &live),
+        _ => true,
+    }
+}
+
+enum Removal {
+    Deleted,
+    Kept(String),
+    Gone,
+}
+
+fn is_crd(key: &ObjectKey) -> bool {
+    key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"
+}
+
+fn crd_key(name: &str) -> ObjectKey {
+    ObjectKey {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        namespace: None,
+        name: name.to_owned(),
+    }
+}
+
+fn to_crd(object: &DynamicObject) -> Result<CustomResourceDefinition, serde_json::Error> {
+    serde_json::to_value(object).and_then(serde_json::from_value)
+}
+
+/// (group, kind) a CRD object defines.
+fn crd_group_kind(object: &DynamicObject) -> Option<(String, String)> {
+    if !is_crd(&ObjectKey::of(object)) {
+        return None;
+    }
+    let spec = object.data.get("spec")?;
+    Some((
+        spec.get("group")?.as_str()?.to_owned(),
+        spec.get("names")?.get("kind")?.as_str()?.to_owned(),
+    ))
+}

@@ -1,0 +1,498 @@
+//! The BundleDeployment controller every provisioner runs. A provisioner supplies only a
+//! [`BundleFormat`] (how unpacked content becomes objects); finding the Bundle, loading
+//! its content, applying, pruning, drift correction, health, finalization and status are
+//! the same for all.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::DynamicObject;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use rukpak_api::conditions::{TYPE_UNPACKED, reasons::UNPACK_FAILED};
+use rukpak_api::labels::OWNER_NAME;
+use rukpak_api::{
+    Bundle, BundleDeployment, BundleDeploymentStatus, BundlePhase, ProvisionerClass, bundle_name,
+    template_hash,
+};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+
+use kit::admin::Readiness;
+use kit::metrics::ReconcileMetrics;
+use kit::retry::{Backoff, Classify, ErrorClass};
+
+use crate::apply::{Applier, ApplyError, ApplyRequest};
+use crate::drift::DriftWatches;
+use crate::health::{self, Health};
+use crate::object::ObjectKey;
+use crate::status::{Outcome, next_status};
+
+/// Finalizer on every BundleDeployment a provisioner manages: its objects are removed
+/// (keeping user data) before the BundleDeployment goes.
+pub const FINALIZER: &str = "core.rukpak.io/delete-objects";
+
+/// How a provisioner turns unpacked bundle content into objects.
+pub trait BundleFormat: Send + Sync + 'static {
+    /// The provisioner id this format serves (a ProvisionerClass's `spec.provisioner`).
+    fn provisioner_id(&self) -> &'static str;
+
+    /// The objects to apply for `deployment` from the bundle's files. The error message is
+    /// shown to the user on the `HasValidBundle` condition.
+    fn objects(
+        &self,
+        files: &content::FileMap,
+        deployment: &BundleDeployment,
+    ) -> Result<Vec<DynamicObject>, String>;
+}
+
+/// Settings of the controller.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespace of the content store.
+    pub system_namespace: String,
+    /// How often an unchanged BundleDeployment is re-checked for drift the watches missed.
+    pub resync: Duration,
+    /// Limits for reading unpacked content.
+    pub limits: content::Limits,
+    /// Only handle BundleDeployments matching this label selector (for sharding, or
+    /// several instances on one cluster).
+    pub selector: Option<String>,
+}
+
+/// Everything a reconcile needs.
+pub struct Context<F> {
+    client: Client,
+    config: kube::Config,
+    format: F,
+    settings: Settings,
+    store: content::store::Store,
+    drift: DriftWatches,
+    recorder: Recorder,
+    metrics: ReconcileMetrics,
+    backoff: Backoff,
+}
+
+/// A failed reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing the BundleDeployment or its Bundle failed.
+    #[error("failed to {verb} {object}")]
+    Kube {
+        /// What we tried.
+        verb: &'static str,
+        /// Which object.
+        object: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// The finalizer machinery failed.
+    #[error("failed to run the finalizer of {0}")]
+    Finalizer(
+        String,
+        #[source] Box<kube::runtime::finalizer::Error<Error>>,
+    ),
+    /// Removing applied objects on deletion failed.
+    #[error("failed to delete the objects of {0}")]
+    Cleanup(String, #[source] Box<ApplyError>),
+    /// Impersonation could not be configured.
+    #[error("failed to create a client impersonating {0}")]
+    Impersonation(String, #[source] kube::Error),
+}
+
+impl Classify for Error {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Transient
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Kube { .. } => "kube",
+            Self::Finalizer(..) => "finalizer",
+            Self::Cleanup(..) => "cleanup",
+            Self::Impersonation(..) => "impersonation",
+        }
+    }
+}
+
+impl<F: BundleFormat> Context<F> {
+    /// Builds the context. `config` is the provisioner's own client configuration; clients
+    /// impersonating a BundleDeployment's ServiceAccount are derived from it.
+    pub fn new(
+        client: Client,
+        config: kube::Config,
+        format: F,
+        settings: Settings,
+        metrics: ReconcileMetrics,
+        drift: DriftWatches,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: format!("{}-provisioner", format.provisioner_id()),
+            instance: None,
+        };
+        Self {
+            store: content::store::Store::new(client.clone(), &settings.system_namespace),
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            config,
+            format,
+            settings,
+            drift,
+            metrics,
+            backoff: Backoff::default(),
+        }
+    }
+
+    /// The applier for a BundleDeployment: impersonating its ServiceAccount when it names one.
+    fn applier_for(&self, deployment: &BundleDeployment) -> Result<Applier, Error> {
+        let Some(account) = &deployment.spec.service_account else {
+            return Ok(Applier::new(self.client.clone()));
+        };
+        let user = format!(
+            "system:serviceaccount:{}:{}",
+            account.namespace, account.name
+        );
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(user.clone());
+        config.auth_info.impersonate_groups = Some(vec![
+            "system:serviceaccounts".to_owned(),
+            format!("system:serviceaccounts:{}", account.namespace),
+            "system:authenticated".to_owned(),
+        ]);
+        let client =
+            Client::try_from(config).map_err(|source| Error::Impersonation(user, source))?;
+        Ok(Applier::new(client))
+    }
+
+    async fn event(
+        &self,
+        deployment: &BundleDeployment,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) {
+        let reference: ObjectReference = deployment.object_ref(&());
+        let event = KubeEvent {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(err) = self.recorder.publish(&event, &reference).await {
+            tracing::warn!(bundle_deployment = %deployment.name_any(), error = %err, "failed to publish event");
+        }
+    }
+}
+
+/// Runs the controller until `shutdown`.
+pub async fn run<F: BundleFormat>(
+    ctx: Arc<Context<F>>,
+    requests: tokio::sync::mpsc::Receiver<kube::runtime::reflector::ObjectRef<BundleDeployment>>,
+    readiness: &Readiness,
+    shutdown: CancellationToken,
+) {
+    let deployments: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let bundles: Api<Bundle> = Api::all(ctx.client.clone());
+    let config = match &ctx.settings.selector {
+        Some(selector) => watcher::Config::default().labels(selector),
+        None => watcher::Config::default(),
+    };
+    let controller = Controller::new(deployments, config)
+        .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
+        .reconcile_on(ReceiverStream::new(requests))
+        .graceful_shutdown_on(shutdown.cancelled_owned());
+    readiness.track_store("watch:bundledeployments", controller.store());
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "reconcile request failed");
+            }
+        })
+        .await;
+}
+
+fn error_policy<F: BundleFormat>(
+    deployment: Arc<BundleDeployment>,
+    error: &Error,
+    ctx: Arc<Context<F>>,
+) -> Action {
+    tracing::warn!(bundle_deployment = %deployment.name_any(), error = %error_chain(error), "reconcile failed");
+    ctx.backoff
+        .action_for(&deployment.name_any(), error.class())
+}
+
+async fn reconcile<F: BundleFormat>(
+    deployment: Arc<BundleDeployment>,
+    ctx: Arc<Context<F>>,
+) -> Result<Action, Error> {
+    // Only BundleDeployments whose class this provisioner serves.
+    let classes: Api<ProvisionerClass> = Api::all(ctx.client.clone());
+    let class = classes
+        .get_opt(&deployment.spec.provisioner_class_name)
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "read",
+            object: format!(
+                "ProvisionerClass {}",
+                deployment.spec.provisioner_class_name
+            ),
+            source,
+        })?;
+    if class.is_none_or(|c| c.spec.provisioner != ctx.format.provisioner_id()) {
+        return Ok(Action::await_change());
+    }
+    let timer = ctx.metrics.start("bundledeployment");
+    let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
+    let name = deployment.name_any();
+    let result = finalizer(&api, FINALIZER, deployment, |event| async {
+        match event {
+            Finalizer::Apply(deployment) => apply(&deployment, &ctx).await,
+            Finalizer::Cleanup(deployment) => cleanup(&deployment, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|err| Error::Finalizer(name.clone(), Box::new(err)));
+    match &result {
+        Ok(_) => {
+            ctx.backoff.reset(&name);
+            timer.finish("success");
+        }
+        Err(err) => timer.finish(err.label()),
+    }
+    result
+}
+
+async fn apply<F: BundleFormat>(
+    deployment: &BundleDeployment,
+    ctx: &Context<F>,
+) -> Result<Action, Error> {
+    let name = deployment.name_any();
+    let current = deployment.status.clone().unwrap_or_default();
+    let outcome = if deployment.spec.paused == Some(true) {
+        Outcome::Paused
+    } else {
+        install(deployment, ctx, &current).await?
+    };
+    let next = next_status(
+        &current,
+        &outcome,
+        deployment.meta().generation,
+        &kit::conditions::now(),
+    );
+    if next != current {
+        announce(deployment, ctx, &current, &next).await;
+        let patch = serde_json::json!({ "status": next });
+        Api::<BundleDeployment>::all(ctx.client.clone())
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| Error::Kube {
+                verb: "update the status of",
+                object: format!("BundleDeployment {name}"),
+                source,
+            })?;
+    }
+    Ok(match outcome {
+        Outcome::Paused => Action::await_change(),
+        // Unpacking progress arrives through the Bundle watch.
+        Outcome::BundleMissing { .. } | Outcome::BundleNotUnpacked { .. } => {
+            Action::requeue(ctx.settings.resync)
+        }
+        Outcome::LoadFailed { .. } => Action::await_change(),
+        Outcome::ApplyFailed { .. } => Action::requeue(ctx.backoff.next_delay(&name)),
+        Outcome::Installed { .. } => Action::requeue(ctx.settings.resync),
+    })
+}
+
+/// Finds the Bundle of the current template, loads it and applies it.
+async fn install<F: BundleFormat>(
+    deployment: &BundleDeployment,
+    ctx: &Context<F>,
+    current: &BundleDeploymentStatus,
+) -> Result<Outcome, Error> {
+    let bundle = bundle_name(
+        &deployment.name_any(),
+        &template_hash(&deployment.spec.template),
+    );
+    let bundles: Api<Bundle> = Api::all(ctx.client.clone());
+    let Some(found) = bundles
+        .get_opt(&bundle)
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "read",
+            object: format!("Bundle {bundle}"),
+            source,
+        })?
+    else {
+        return Ok(Outcome::BundleMissing { bundle });
+    };
+    let status = found.status.clone().unwrap_or_default();
+    let unpacked = kit::conditions::find(&status.conditions, TYPE_UNPACKED);
+    let Some(content_ref) = status
+        .content
+        .clone()
+        .filter(|_| status.phase == Some(BundlePhase::Unpacked))
+    else {
+        return Ok(Outcome::BundleNotUnpacked {
+            failed: unpacked.is_some_and(|c| c.reason == UNPACK_FAILED),
+            message: unpacked
+                .map(|c| c.message.clone())
+                .unwrap_or_else(|| "unpacking has not started".to_owned()),
+            bundle,
+        });
+    };
+    let files = match load(ctx, &content_ref).await {
+        Ok(files) => files,
+        Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
+    };
+    let objects = match ctx.format.objects(&files, deployment) {
+        Ok(objects) => objects,
+        Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
+    };
+    let applier = ctx.applier_for(deployment)?;
+    let request = ApplyRequest {
+        owner: deployment.name_any(),
+        objects,
+        install_namespace: deployment.spec.install_namespace.clone(),
+        collision_protection: deployment.spec.collision_protection,
+        previous_inventory: current.inventory.clone(),
+    };
+    let report = match applier.apply(request).await {
+        Ok(report) => report,
+        Err(err) => {
+            return Ok(Outcome::ApplyFailed {
+                bundle,
+                message: error_chain(&err),
+            });
+        }
+    };
+    for (key, reason) in &report.kept {
+        ctx.event(
+            deployment,
+            false,
+            "PruneSkipped",
+            format!("kept {key}: {reason}"),
+        )
+        .await;
+    }
+    // Watch every kind applied, then judge health from the live objects.
+    let mut verdicts = Vec::new();
+    for entry in &report.inventory {
+        let key = ObjectKey::from(entry);
+        let gvk = kube::core::GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
+        let Ok((resource, _)) = kube::discovery::pinned_kind(&ctx.client, &gvk).await else {
+            continue;
+        };
+        ctx.drift.ensure(&resource);
+        let api: Api<DynamicObject> = match &key.namespace {
+            Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &resource),
+            None => Api::all_with(ctx.client.clone(), &resource),
+        };
+        let verdict = match api.get_opt(&key.name).await {
+            Ok(Some(live)) => health::evaluate(&live),
+            Ok(None) => Health::Unhealthy("not found".to_owned()),
+            Err(err) => Health::Progressing(format!("failed to read: {err}")),
+        };
+        verdicts.push((key.to_string(), verdict));
+    }
+    let overall = health::aggregate(verdicts);
+    Ok(Outcome::Installed {
+        bundle,
+        inventory: report.inventory,
+        healthy: overall.is_healthy(),
+        health_message: overall.message().unwrap_or_default().to_owned(),
+    })
+}
+
+/// Reads and verifies the Bundle's content; the error is a message for the user.
+async fn load<F: BundleFormat>(
+    ctx: &Context<F>,
+    content_ref: &rukpak_api::ContentRef,
+) -> Result<content::FileMap, String> {
+    let digest: content::Digest = content_ref
+        .digest
+        .parse()
+        .map_err(|err| format!("invalid content digest {}: {err}", content_ref.digest))?;
+    let content = ctx
+        .store
+        .read(&digest)
+        .await
+        .map_err(|err| error_chain(&err))?;
+    content
+        .files(&ctx.settings.limits)
+        .map_err(|err| error_chain(&err))
+}
+
+/// Emits an Event for each condition whose status or reason changed.
+async fn announce<F: BundleFormat>(
+    deployment: &BundleDeployment,
+    ctx: &Context<F>,
+    before: &BundleDeploymentStatus,
+    after: &BundleDeploymentStatus,
+) {
+    for condition in &after.conditions {
+        let previous = kit::conditions::find(&before.conditions, &condition.type_);
+        if previous.is_some_and(|p| p.status == condition.status && p.reason == condition.reason) {
+            continue;
+        }
+        let warning = condition.status == kit::conditions::status::FALSE;
+        ctx.event(
+            deployment,
+            warning,
+            &condition.reason,
+            format!("{}: {}", condition.type_, condition.message),
+        )
+        .await;
+    }
+}
+
+async fn cleanup<F: BundleFormat>(
+    deployment: &BundleDeployment,
+    ctx: &Context<F>,
+) -> Result<Action, Error> {
+    let name = deployment.name_any();
+    let inventory = deployment.status.clone().unwrap_or_default().inventory;
+    // Deletion uses the provisioner's identity: a ServiceAccount that lost its rights must
+    // not strand objects.
+    let report = Applier::new(ctx.client.clone())
+        .delete_all(&name, &inventory)
+        .await
+        .map_err(|err| Error::Cleanup(name.clone(), Box::new(err)))?;
+    for (key, reason) in &report.orphaned {
+        ctx.event(
+            deployment,
+            true,
+            "Orphaned",
+            format!("left {key} in place: {reason}"),
+        )
+        .await;
+    }
+    Ok(Action::await_change())
+}
+
+/// An error and its sources, joined: conditions and events need the whole story.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}

@@ -1,0 +1,28 @@
+//! The apply engine every provisioner shares.
+//!
+//! - [`controller`]: the BundleDeployment controller, generic over a [`controller::BundleFormat`];
+//! - [`apply`]: the engine: ordered server-side apply, collisions and CRD safety checked
+//!   before the first write, inventory, prune, and deletion that keeps user data;
+//! - [`subset`]: the drift test that keeps steady-state resyncs free of writes;
+//! - [`manifest`]: parse bundle manifests into objects;
+//! - [`object`]: object identity and the owner labels on everything applied;
+//! - [`phase`]: apply order;
+//! - [`collision`]: whether an existing object may be taken over;
+//! - [`prune`]: which objects a pivot removes;
+//! - [`drift`]: label-filtered watches that turn changes of managed objects into reconciles;
+//! - [`status`]: BundleDeployment status from a reconcile outcome;
+//! - [`health`]: per-kind health rules;
+//! - [`crd_safety`]: CRD upgrade safety checks, run before any CRD update.
+
+pub mod apply;
+pub mod collision;
+pub mod controller;
+pub mod crd_safety;
+pub mod drift;
+pub mod health;
+pub mod manifest;
+pub mod object;
+pub mod phase;
+pub mod prune;
+pub mod status;
+pub mod subset;

@@ -1,0 +1,379 @@
+//! BundleDeployment status from the outcome of one reconcile (pure).
+//!
+//! During a pivot the previous objects keep running, so a failure to reach the new Bundle
+//! changes `HasValidBundle` (and, for apply failures, `Installed`) but never clears
+//! `activeBundle` or the inventory: they still describe what is on the cluster.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kit::conditions::{ConditionUpdate, set_condition, status};
+use rukpak_api::conditions::{
+    TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED,
+    reasons::{
+        BUNDLE_LOAD_FAILED, HEALTHY, INSTALL_FAILED, INSTALLATION_STATUS_FALSE,
+        INSTALLATION_SUCCEEDED, PAUSED, UNHEALTHY, UNPACK_FAILED, UNPACK_PENDING,
+        UNPACK_SUCCESSFUL, UPGRADE_FAILED,
+    },
+};
+use rukpak_api::{BundleDeploymentStatus, InventoryEntry};
+
+/// What one reconcile found or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The Bundle for the current template does not exist yet.
+    BundleMissing {
+        /// Expected Bundle name.
+        bundle: String,
+    },
+    /// The Bundle exists but is not unpacked.
+    BundleNotUnpacked {
+        /// Bundle name.
+        bundle: String,
+        /// Whether unpacking failed (rather than still running).
+        failed: bool,
+        /// The Bundle's own message.
+        message: String,
+    },
+    /// The unpacked content is not a valid bundle of this provisioner's format.
+    LoadFailed {
+        /// Bundle name.
+        bundle: String,
+        /// Why.
+        message: String,
+    },
+    /// Applying failed; nothing of the new Bundle may be trusted.
+    ApplyFailed {
+        /// Bundle name.
+        bundle: String,
+        /// Why.
+        message: String,
+    },
+    /// Everything applied.
+    Installed {
+        /// Bundle name.
+        bundle: String,
+        /// What was applied.
+        inventory: Vec<InventoryEntry>,
+        /// Whether every applied object is healthy.
+        healthy: bool,
+        /// Health summary (which objects are unhealthy and why).
+        health_message: String,
+    },
+    /// `spec.paused`: nothing was written.
+    Paused,
+}
+
+/// The status after `outcome`, starting from `current`.
+pub fn next_status(
+    current: &BundleDeploymentStatus,
+    outcome: &Outcome,
+    generation: Option<i64>,
+    now: &Time,
+) -> BundleDeploymentStatus {
+    let mut next = current.clone();
+    next.observed_generation = generation;
+    let mut set = |type_: &str, status_: &str, reason: &str, message: &str| {
+        set_condition(
+            &mut next.conditions,
+            ConditionUpdate {
+                type_,
+                status: status_,
+                reason,
+                message,
+            },
+            generation,
+            now,
+        );
+    };
+    match outcome {
+        Outcome::BundleMissing { bundle } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::FALSE,
+                UNPACK_PENDING,
+                &format!("Waiting for the {bundle} Bundle to be created"),
+            );
+        }
+        Outcome::BundleNotUnpacked {
+            bundle,
+            failed: false,
+            message,
+        } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::FALSE,
+                UNPACK_PENDING,
+                &format!("Waiting for the {bundle} Bundle to be unpacked: {message}"),
+            );
+        }
+        Outcome::BundleNotUnpacked {
+            bundle,
+            failed: true,
+            message,
+        } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::FALSE,
+                UNPACK_FAILED,
+                &format!("Failed to unpack the {bundle} Bundle: {message}"),
+            );
+        }
+        Outcome::LoadFailed { bundle, message } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::FALSE,
+                BUNDLE_LOAD_FAILED,
+                &format!("Failed to load the {bundle} Bundle: {message}"),
+            );
+        }
+        Outcome::ApplyFailed { bundle, message } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::TRUE,
+                UNPACK_SUCCESSFUL,
+                &format!("Successfully unpacked the {bundle} Bundle"),
+            );
+            let upgrading = current
+                .active_bundle
+                .as_deref()
+                .is_some_and(|active| active != bundle);
+            if upgrading {
+                // The previous objects still run; their health is still what we last saw.
+                set(
+                    TYPE_INSTALLED,
+                    status::FALSE,
+                    UPGRADE_FAILED,
+                    &format!(
+                        "Failed to upgrade to the {bundle} Bundle; the previous objects are unchanged: {message}"
+                    ),
+                );
+            } else {
+                set(
+                    TYPE_INSTALLED,
+                    status::FALSE,
+                    INSTALL_FAILED,
+                    &format!("Failed to install the {bundle} Bundle: {message}"),
+                );
+                set(
+                    TYPE_HEALTHY,
+                    status::FALSE,
+                    INSTALLATION_STATUS_FALSE,
+                    "Health is not evaluated: installation failed",
+                );
+            }
+        }
+        Outcome::Installed {
+            bundle,
+            inventory,
+            healthy,
+            health_message,
+        } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::TRUE,
+                UNPACK_SUCCESSFUL,
+                &format!("Successfully unpacked the {bundle} Bundle"),
+            );
+            set(
+                TYPE_INSTALLED,
+                status::TRUE,
+                INSTALLATION_SUCCEEDED,
+                &format!("Instantiated bundle {bundle} successfully"),
+            );
+            if *healthy {
+                set(
+                    TYPE_HEALTHY,
+                    status::TRUE,
+                    HEALTHY,
+                    "BundleDeployment is healthy",
+                );
+            } else {
+                set(TYPE_HEALTHY, status::FALSE, UNHEALTHY, health_message);
+            }
+            next.active_bundle = Some(bundle.clone());
+            next.inventory = inventory.clone();
+        }
+        Outcome::Paused => {
+            let previous = kit::conditions::find(&current.conditions, TYPE_INSTALLED)
+                .map(|c| c.status.clone())
+                .unwrap_or_else(|| status::UNKNOWN.to_owned());
+            set(
+                TYPE_INSTALLED,
+                &previous,
+                PAUSED,
+                "spec.paused is true: nothing is applied, pruned or corrected",
+            );
+        }
+    }
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kit::conditions::find;
+
+    fn now() -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).unwrap())
+    }
+
+    fn installed(bundle: &str, healthy: bool) -> Outcome {
+        Outcome::Installed {
+            bundle: bundle.into(),
+            inventory: vec![InventoryEntry {
+                group: String::new(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: Some("ns".into()),
+                name: "a".into(),
+            }],
+            healthy,
+            health_message: if healthy {
+                String::new()
+            } else {
+                "Deployment ns/web: 0/1 available".into()
+            },
+        }
+    }
+
+    fn reason<'a>(s: &'a BundleDeploymentStatus, type_: &str) -> (&'a str, &'a str) {
+        let c = find(&s.conditions, type_).unwrap();
+        (c.status.as_str(), c.reason.as_str())
+    }
+
+    #[test]
+    fn a_successful_install_sets_every_condition_and_the_active_bundle() {
+        let s = next_status(
+            &BundleDeploymentStatus::default(),
+            &installed("bd-1", true),
+            Some(2),
+            &now(),
+        );
+        assert_eq!(s.active_bundle.as_deref(), Some("bd-1"));
+        assert_eq!(s.inventory.len(), 1);
+        assert_eq!(s.observed_generation, Some(2));
+        assert_eq!(
+            reason(&s, TYPE_HAS_VALID_BUNDLE),
+            ("True", UNPACK_SUCCESSFUL)
+        );
+        assert_eq!(reason(&s, TYPE_INSTALLED), ("True", INSTALLATION_SUCCEEDED));
+        assert_eq!(reason(&s, TYPE_HEALTHY), ("True", HEALTHY));
+    }
+
+    #[test]
+    fn unhealthy_objects_are_named_in_the_healthy_condition() {
+        let s = next_status(
+            &BundleDeploymentStatus::default(),
+            &installed("bd-1", false),
+            Some(1),
+            &now(),
+        );
+        let healthy = find(&s.conditions, TYPE_HEALTHY).unwrap();
+        assert_eq!(
+            (healthy.status.as_str(), healthy.reason.as_str()),
+            ("False", UNHEALTHY)
+        );
+        assert!(healthy.message.contains("Deployment ns/web"));
+    }
+
+    #[test]
+    fn a_failed_pivot_keeps_the_active_bundle_and_inventory() {
+        let before = next_status(
+            &BundleDeploymentStatus::default(),
+            &installed("bd-1", true),
+            Some(1),
+            &now(),
+        );
+        let failed = Outcome::ApplyFailed {
+            bundle: "bd-2".into(),
+            message: "forbidden".into(),
+        };
+        let after = next_status(&before, &failed, Some(2), &now());
+        assert_eq!(after.active_bundle.as_deref(), Some("bd-1"));
+        assert_eq!(after.inventory, before.inventory);
+        assert_eq!(reason(&after, TYPE_INSTALLED), ("False", UPGRADE_FAILED));
+        assert_eq!(
+            reason(&after, TYPE_HEALTHY),
+            ("True", HEALTHY),
+            "the old objects' health stands"
+        );
+    }
+
+    #[test]
+    fn a_failed_first_install_reports_install_failed_and_no_health() {
+        let failed = Outcome::ApplyFailed {
+            bundle: "bd-1".into(),
+            message: "collision".into(),
+        };
+        let s = next_status(&BundleDeploymentStatus::default(), &failed, Some(1), &now());
+        assert_eq!(s.active_bundle, None);
+        assert_eq!(reason(&s, TYPE_INSTALLED), ("False", INSTALL_FAILED));
+        assert_eq!(
+            reason(&s, TYPE_HEALTHY),
+            ("False", INSTALLATION_STATUS_FALSE)
+        );
+        assert!(
+            find(&s.conditions, TYPE_INSTALLED)
+                .unwrap()
+                .message
+                .contains("collision")
+        );
+    }
+
+    #[test]
+    fn unpack_progress_and_failure_show_on_has_valid_bundle() {
+        let pending = Outcome::BundleNotUnpacked {
+            bundle: "b".into(),
+            failed: false,
+            message: "pulling".into(),
+        };
+        let s = next_status(
+            &BundleDeploymentStatus::default(),
+            &pending,
+            Some(1),
+            &now(),
+        );
+        assert_eq!(reason(&s, TYPE_HAS_VALID_BUNDLE), ("False", UNPACK_PENDING));
+        let failed = Outcome::BundleNotUnpacked {
+            bundle: "b".into(),
+            failed: true,
+            message: "manifest unknown".into(),
+        };
+        let s = next_status(&s, &failed, Some(1), &now());
+        assert_eq!(reason(&s, TYPE_HAS_VALID_BUNDLE), ("False", UNPACK_FAILED));
+        assert!(
+            find(&s.conditions, TYPE_HAS_VALID_BUNDLE)
+                .unwrap()
+                .message
+                .contains("manifest unknown")
+        );
+    }
+
+    #[test]
+    fn pausing_keeps_the_installed_status_and_says_why() {
+        let before = next_status(
+            &BundleDeploymentStatus::default(),
+            &installed("bd-1", true),
+            Some(1),
+            &now(),
+        );
+        let s = next_status(&before, &Outcome::Paused, Some(2), &now());
+        assert_eq!(reason(&s, TYPE_INSTALLED), ("True", PAUSED));
+        assert_eq!(s.active_bundle.as_deref(), Some("bd-1"));
+    }
+
+    #[test]
+    fn an_unchanged_outcome_yields_an_identical_status() {
+        let once = next_status(
+            &BundleDeploymentStatus::default(),
+            &installed("bd-1", true),
+            Some(1),
+            &now(),
+        );
+        let later = Time(k8s_openapi::jiff::Timestamp::from_second(1_700_000_500).unwrap());
+        assert_eq!(
+            next_status(&once, &installed("bd-1", true), Some(1), &later),
+            once,
+            "no status write needed"
+        );
+    }
+}
