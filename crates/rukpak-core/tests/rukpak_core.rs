@@ -11,6 +11,7 @@ use std::io::Write;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kit::metrics::ReconcileMetrics;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -478,4 +479,201 @@ async fn a_template_change_creates_a_new_bundle_and_the_old_one_goes_once_the_ne
         }
     })
     .await;
+}
+
+#[tokio::test]
+async fn an_image_bundle_by_tag_unpacks_and_pins_the_digest() {
+    let client = setup().await;
+    let registry = testkit::servers::CraneRegistry::start();
+    let layer = testkit::servers::tar(&[(
+        "manifests/cm.yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-image}\n",
+    )]);
+    let digest_ref = registry.push("bundles/demo:v1", &[layer]);
+    let name = unique_name("image");
+    let source = json!({ "type": "image", "image": { "ref": format!("{}/bundles/demo:v1", registry.addr) } });
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle_object(&name, source))
+        .await
+        .unwrap();
+    let bundle = wait_phase(&client, &name, BundlePhase::Unpacked).await;
+    let pinned = bundle
+        .status
+        .clone()
+        .unwrap()
+        .resolved_source
+        .unwrap()
+        .image
+        .unwrap()
+        .ref_;
+    let digest = digest_ref.rsplit('@').next().unwrap();
+    assert!(
+        pinned.ends_with(&format!("@{digest}")),
+        "{pinned} vs {digest_ref}"
+    );
+    assert!(
+        files_of(&client, &bundle)
+            .await
+            .get("manifests/cm.yaml")
+            .is_some()
+    );
+
+    let missing = unique_name("image404");
+    let source = json!({ "type": "image", "image": { "ref": format!("{}/bundles/demo:v9", registry.addr) } });
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle_object(&missing, source))
+        .await
+        .unwrap();
+    let message = unpacked_message(&wait_phase(&client, &missing, BundlePhase::Failing).await);
+    assert!(message.contains("v9"), "{message}");
+}
+
+#[tokio::test]
+async fn a_git_bundle_on_a_branch_unpacks_its_directory_and_pins_the_commit() {
+    let client = setup().await;
+    let fixture = testkit::servers::GitFixture::create();
+    let daemon = testkit::servers::GitDaemon::start(fixture.root.path());
+    let name = unique_name("git");
+    let source = json!({ "type": "git", "git": {
+        "repository": format!("git://127.0.0.1:{}/repo.git", daemon.port),
+        "directory": "manifests",
+        "ref": { "branch": "main" }
+    }});
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle_object(&name, source))
+        .await
+        .unwrap();
+    let bundle = wait_phase(&client, &name, BundlePhase::Unpacked).await;
+    let pinned = bundle
+        .status
+        .clone()
+        .unwrap()
+        .resolved_source
+        .unwrap()
+        .git
+        .unwrap()
+        .ref_;
+    assert_eq!(pinned.commit.as_deref(), Some(fixture.second.as_str()));
+    let files = files_of(&client, &bundle).await;
+    assert_eq!(
+        files.get("a.yaml").map(|b| b.as_ref()),
+        Some(b"v2".as_slice())
+    );
+
+    let unknown = unique_name("gitref");
+    let source = json!({ "type": "git", "git": {
+        "repository": format!("git://127.0.0.1:{}/repo.git", daemon.port), "ref": { "branch": "no-such-branch" }
+    }});
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle_object(&unknown, source))
+        .await
+        .unwrap();
+    let message = unpacked_message(&wait_phase(&client, &unknown, BundlePhase::Failing).await);
+    assert!(message.contains("no-such-branch"), "{message}");
+}
+
+/// Serves `body` slowly (in 16 pieces over about `seconds`), so an unpack is in flight
+/// for a while.
+async fn serve_slowly(body: Vec<u8>, seconds: u64) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let body = Arc::new(body);
+    let handler = move || {
+        let body = body.clone();
+        async move {
+            let pieces: Vec<bytes::Bytes> = body
+                .chunks(body.len().div_ceil(16))
+                .map(bytes::Bytes::copy_from_slice)
+                .collect();
+            let pause = Duration::from_millis(seconds * 1000 / 16);
+            let stream = futures::stream::iter(pieces).then(move |piece| async move {
+                tokio::time::sleep(pause).await;
+                Ok::<_, std::io::Error>(piece)
+            });
+            axum::body::Body::from_stream(stream)
+        }
+    };
+    let app = axum::Router::new().route("/bundle.tgz", axum::routing::get(handler));
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener.into_std().unwrap()).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+    });
+    format!("http://{address}")
+}
+
+#[tokio::test]
+async fn killing_rukpak_core_mid_unpack_and_restarting_it_converges_without_duplicate_content() {
+    let client = setup().await;
+    let archive = tar_gz(&[(
+        "manifests/a.yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: slow}\n",
+    )]);
+    let base = serve_slowly(archive, 6).await;
+    // This test runs the real binary, scoped to its own label so the in-process
+    // controllers of this test process leave the Bundle to it.
+    let label = unique_name("restart");
+    let start = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rukpak-core"))
+            .args([
+                "--system-namespace",
+                system_namespace(),
+                "--watch-selector",
+                &format!("olmv1-restart={label}"),
+                "run",
+                "--admin-address",
+                "127.0.0.1:0",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let name = unique_name("slow");
+    let mut bundle = bundle_object(
+        &name,
+        json!({ "type": "http", "http": { "url": format!("{base}/bundle.tgz") } }),
+    );
+    bundle.metadata.labels = Some([("olmv1-restart".to_owned(), label.clone())].into());
+    Api::<Bundle>::all(client.clone())
+        .create(&PostParams::default(), &bundle)
+        .await
+        .unwrap();
+
+    let mut first = start();
+    wait_phase(&client, &name, BundlePhase::Unpacking).await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_ne!(
+        Api::<Bundle>::all(client.clone())
+            .get(&name)
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .phase,
+        Some(BundlePhase::Unpacked),
+        "killed before the download finished"
+    );
+
+    let mut second = start();
+    let bundle = wait_phase(&client, &name, BundlePhase::Unpacked).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let content = bundle.status.unwrap().content.unwrap();
+    let digest: content::Digest = content.digest.parse().unwrap();
+    let chunks = Api::<ConfigMap>::namespaced(client.clone(), system_namespace())
+        .list(&ListParams::default().labels(&content::store::Store::selector(&digest)))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(
+        chunks.len(),
+        usize::try_from(content.chunks).unwrap(),
+        "exactly one copy of the content"
+    );
 }

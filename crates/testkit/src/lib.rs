@@ -8,6 +8,8 @@
 //! errors.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod servers;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
