@@ -213,6 +213,13 @@ impl Store {
                 digest: digest.clone(),
             });
         }
+        // Shared content has no controller: an object allows one controller owner, so a
+        // second user marked as controller could never be added.
+        let owner = &OwnerReference {
+            controller: None,
+            block_owner_deletion: None,
+            ..owner.clone()
+        };
         let chunks: Vec<Bytes> = chunk(content.data(), self.chunk_size);
         let count = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
         // Chunks 1.. first, concurrently; chunk 0 last marks the content complete.
