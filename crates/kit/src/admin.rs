@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -77,10 +78,20 @@ impl Readiness {
     {
         let gate = self.register(name);
         tokio::spawn(async move {
-            // An Err means the writer was dropped before the first list: the watch is
-            // gone and the gate must stay closed.
-            if store.wait_until_ready().await.is_ok() {
-                gate.open();
+            // kube-runtime's readiness future keeps only the most recent waiter's waker, and
+            // a Controller waits on its own store too: a single await here can sleep
+            // forever. Polling again re-registers; once ready, the result is memoised.
+            loop {
+                match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
+                    Ok(Ok(())) => {
+                        gate.open();
+                        return;
+                    }
+                    // The writer was dropped before the first list: the watch is gone
+                    // and the gate must stay closed.
+                    Ok(Err(_)) => return,
+                    Err(_) => {}
+                }
             }
         })
     }

@@ -131,14 +131,19 @@ pub struct LeaderElectionArgs {
     pub leader_election_lease_duration: Duration,
 }
 
-/// Parses a whole-second duration such as `15s` or `1m`, at least 3 seconds so that
-/// renewal (a third of the duration before expiry) has room.
-pub fn parse_lease_duration(text: &str) -> Result<Duration, String> {
+/// Parses a non-negative duration such as `30s`, `10m` or `1h30m` (a clap value parser).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let parsed: k8s_openapi::jiff::SignedDuration = text
         .parse()
         .map_err(|err| format!("invalid duration {text:?}: {err}"))?;
-    let duration = Duration::try_from(parsed)
-        .map_err(|_| format!("invalid duration {text:?}: must not be negative"))?;
+    Duration::try_from(parsed)
+        .map_err(|_| format!("invalid duration {text:?}: must not be negative"))
+}
+
+/// Parses a whole-second duration such as `15s` or `1m`, at least 3 seconds so that
+/// renewal (a third of the duration before expiry) has room.
+pub fn parse_lease_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
     if duration.subsec_nanos() != 0 {
         return Err(format!("invalid duration {text:?}: use whole seconds"));
     }

@@ -14,13 +14,21 @@
 //! - [`conditions`]: `metav1.Condition` bookkeeping (`lastTransitionTime` only moves on a
 //!   status flip; `observedGeneration` always set);
 //! - [`retry`]: error classes and per-object exponential backoff with jitter;
-//! - [`metrics`]: the reconcile metrics every controller exports.
+//! - [`metrics`]: the reconcile metrics every controller exports;
+//! - [`report`]: errors with their whole cause chain, for conditions and Events;
+//! - [`events`]: publishing Events without failing the reconcile;
+//! - [`watch`]: watch settings (optional label selector).
 
 pub mod admin;
 pub mod cli;
 pub mod conditions;
+pub mod events;
 pub mod leader;
 pub mod metrics;
+pub mod report;
 pub mod retry;
 pub mod shutdown;
 pub mod telemetry;
+pub mod watch;
+
+pub use report::error_chain;

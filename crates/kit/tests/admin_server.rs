@@ -35,7 +35,18 @@ async fn readyz_turns_ready_only_after_every_watch_has_synced() {
     let base = format!("http://{}", server.address);
 
     let (store, writer) = reflector::store::<ConfigMap>();
-    admin.readiness.track_store("watch:configmaps", store);
+    admin
+        .readiness
+        .track_store("watch:configmaps", store.clone());
+    // A second waiter on the same store, as a Controller has: kube-runtime wakes only the
+    // latest waiter, and the gate must open anyway.
+    let competitor = store.clone();
+    tokio::spawn(async move {
+        loop {
+            let _ = competitor.wait_until_ready().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
     // A second watch that can never sync: its kind does not exist on this cluster.
     let missing = ApiResource::from_gvk(&GroupVersionKind::gvk(
         "nonexistent.olmv1.io",

@@ -36,16 +36,8 @@ struct Args {
     watch_selector: Option<String>,
 
     /// How often an unchanged BundleDeployment is re-checked for drift (e.g. `10m`).
-    #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     resync: Duration,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let parsed: k8s_openapi::jiff::SignedDuration = text
-        .parse()
-        .map_err(|err| format!("invalid duration {text:?}: {err}"))?;
-    Duration::try_from(parsed)
-        .map_err(|_| format!("invalid duration {text:?}: must not be negative"))
 }
 
 #[tokio::main]

@@ -11,8 +11,7 @@ use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::watcher;
+use kube::runtime::events::{Recorder, Reporter};
 use kube::{Api, Client, Resource, ResourceExt};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 use rukpak_api::conditions::{TYPE_UNPACKED, reasons};
@@ -153,10 +152,7 @@ pub async fn run(
     readiness: &kit::admin::Readiness,
     shutdown: CancellationToken,
 ) {
-    let config = match &ctx.selector {
-        Some(selector) => watcher::Config::default().labels(selector),
-        None => watcher::Config::default(),
-    };
+    let config = kit::watch::config(ctx.selector.as_deref());
     let controller = Controller::new(Api::<Bundle>::all(ctx.client.clone()), config)
         .graceful_shutdown_on(shutdown.cancelled_owned());
     readiness.track_store("watch:bundles", controller.store());
@@ -447,19 +443,14 @@ async fn announce(ctx: &Context, bundle: &Bundle, before: &BundleStatus, after: 
 
 impl Context {
     async fn event(&self, bundle: &Bundle, warning: bool, reason: &str, note: String) {
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: "Unpack".into(),
-            secondary: None,
-        };
-        if let Err(err) = self.recorder.publish(&event, &bundle.object_ref(&())).await {
-            tracing::warn!(bundle = %bundle.name_any(), error = %err, "failed to publish event");
-        }
+        kit::events::publish(
+            &self.recorder,
+            &bundle.object_ref(&()),
+            warning,
+            reason,
+            "Unpack",
+            note,
+        )
+        .await;
     }
 }

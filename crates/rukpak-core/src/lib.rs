@@ -16,17 +16,4 @@ pub mod upload;
 /// Annotation recording the digest of uploaded content on an upload Bundle.
 pub const UPLOADED_DIGEST_ANNOTATION: &str = "core.rukpak.io/uploaded-digest";
 
-/// An error and its sources, joined: conditions and events need the whole story.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
-}
+pub use kit::error_chain;

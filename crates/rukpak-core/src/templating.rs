@@ -13,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use rukpak_api::labels::{OWNER_KIND, OWNER_NAME, TEMPLATE_HASH};
@@ -74,10 +74,7 @@ pub async fn run(
     readiness: &kit::admin::Readiness,
     shutdown: CancellationToken,
 ) {
-    let config = match &ctx.selector {
-        Some(selector) => watcher::Config::default().labels(selector),
-        None => watcher::Config::default(),
-    };
+    let config = kit::watch::config(ctx.selector.as_deref());
     let controller = Controller::new(Api::<BundleDeployment>::all(ctx.client.clone()), config)
         .owns(
             Api::<Bundle>::all(ctx.client.clone()),
@@ -216,19 +213,14 @@ async fn reconcile(deployment: Arc<BundleDeployment>, ctx: Arc<Context>) -> Resu
 
 impl Context {
     async fn event(&self, deployment: &BundleDeployment, reason: &str, note: String) {
-        let event = Event {
-            type_: EventType::Warning,
-            reason: reason.into(),
-            note: Some(note),
-            action: "Pivot".into(),
-            secondary: None,
-        };
-        if let Err(err) = self
-            .recorder
-            .publish(&event, &deployment.object_ref(&()))
-            .await
-        {
-            tracing::warn!(bundle_deployment = %deployment.name_any(), error = %err, "failed to publish event");
-        }
+        kit::events::publish(
+            &self.recorder,
+            &deployment.object_ref(&()),
+            true,
+            reason,
+            "Pivot",
+            note,
+        )
+        .await;
     }
 }

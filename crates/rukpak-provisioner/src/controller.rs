@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::DynamicObject;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -178,21 +177,16 @@ impl<F: BundleFormat> Context<F> {
         reason: &str,
         note: String,
     ) {
-        let reference: ObjectReference = deployment.object_ref(&());
-        let event = KubeEvent {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: "Reconcile".to_owned(),
-            secondary: None,
-        };
-        if let Err(err) = self.recorder.publish(&event, &reference).await {
-            tracing::warn!(bundle_deployment = %deployment.name_any(), error = %err, "failed to publish event");
-        }
+        let reference = deployment.object_ref(&());
+        kit::events::publish(
+            &self.recorder,
+            &reference,
+            warning,
+            reason,
+            "Reconcile",
+            note,
+        )
+        .await;
     }
 }
 
@@ -205,10 +199,7 @@ pub async fn run<F: BundleFormat>(
 ) {
     let deployments: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let bundles: Api<Bundle> = Api::all(ctx.client.clone());
-    let config = match &ctx.settings.selector {
-        Some(selector) => watcher::Config::default().labels(selector),
-        None => watcher::Config::default(),
-    };
+    let config = kit::watch::config(ctx.settings.selector.as_deref());
     let controller = Controller::new(deployments, config)
         .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
         .reconcile_on(ReceiverStream::new(requests))
@@ -482,17 +473,4 @@ async fn cleanup<F: BundleFormat>(
     Ok(Action::await_change())
 }
 
-/// An error and its sources, joined: conditions and events need the whole story.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
-}
+pub use kit::error_chain;
