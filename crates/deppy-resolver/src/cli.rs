@@ -1,5 +1,5 @@
 //! The command line: a clap app with one subcommand per mode. `resolve` works offline on
-//! catalog directories; the controllers will be added as `run`.
+//! catalog directories; `run` runs the controllers (see [`crate::run`]).
 //!
 //! Exit codes of `resolve`: 0 resolved (selections on stdout), 1 not satisfiable (explanation
 //! on stderr), 2 invalid input (arguments, catalogs, ranges, versions), 3 internal failure.
@@ -37,6 +37,8 @@ enum Command {
     /// why the constraints cannot be satisfied to stderr and exits 1; exits 2 on invalid
     /// input.
     Resolve(ResolveArgs),
+    /// Run the Catalog and ActiveResolution controllers against a cluster.
+    Run(Box<crate::run::RunArgs>),
 }
 
 impl Cli {
@@ -44,6 +46,7 @@ impl Cli {
     pub(crate) fn run(self) -> ExitCode {
         match self.command {
             Command::Resolve(args) => args.run(),
+            Command::Run(args) => args.run(),
         }
     }
 }

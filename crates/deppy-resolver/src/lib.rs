@@ -47,6 +47,7 @@
 mod candidates;
 mod catalog;
 mod constraint;
+pub mod controller;
 mod error;
 mod expression;
 mod messages;

@@ -2,11 +2,10 @@
 //!
 //! Subcommands:
 //! - `resolve`: resolve constraints against file-based catalog directories, offline.
-//!
-//! The ActiveResolution and Catalog controllers will be another subcommand (`run`), next to
-//! `resolve`, calling the same library.
+//! - `run`: the Catalog and ActiveResolution controllers, against a cluster.
 
 mod cli;
+mod run;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,330 @@
+//! The ActiveResolution controller: resolve `spec.constraints` against the served catalogs
+//! and record `status.selections` and the `Resolved` condition.
+//!
+//! Only `selections`, `observedGeneration` and the `Resolved` condition are this
+//! controller's; `entities` and `Activated` belong to the activator. The status is patched
+//! with the resourceVersion it was computed from, so a concurrent activator write is never
+//! overwritten (the patch fails with a conflict and is retried on the new object).
+//! When a resolution fails, the previous selections stay: the condition says they are stale,
+//! and the activator must not tear down an installation because a catalog went away.
+
+use std::sync::Arc;
+
+use deppy_api::conditions::{TYPE_RESOLVED, reasons};
+use deppy_api::{ActiveResolution, ActiveResolutionStatus};
+use futures::{Stream, StreamExt};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::{Api, Resource, ResourceExt};
+use tokio_util::sync::CancellationToken;
+
+use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::retry::{Classify, ErrorClass};
+
+use super::{Context, error_chain};
+use crate::{Constraint, NamedCatalog, Request, ResolveError, Resolver};
+
+/// A failed ActiveResolution reconcile; always retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// Writing the status failed (e.g. a conflict with the activator).
+    #[error("failed to update the status of ActiveResolution {0}")]
+    Kube(String, #[source] kube::Error),
+    /// The resolver failed on input it accepted: a bug.
+    #[error("failed to resolve ActiveResolution {0}")]
+    Resolve(String, #[source] ResolveError),
+    /// The resolution task panicked or was cancelled.
+    #[error("failed to run the resolution of ActiveResolution {0}")]
+    Task(String, #[source] tokio::task::JoinError),
+}
+
+impl Error {
+    /// Whether the status write lost a race with another write (HTTP 409).
+    fn is_conflict(&self) -> bool {
+        matches!(self, Self::Kube(_, kube::Error::Api(status)) if status.is_conflict())
+    }
+}
+
+impl Classify for Error {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Transient
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Kube(..) if self.is_conflict() => "conflict",
+            Self::Kube(..) => "kube",
+            Self::Resolve(..) => "resolve",
+            Self::Task(..) => "task",
+        }
+    }
+}
+
+/// Runs the controller until `shutdown`; every item of `catalogs_changed` resolves all
+/// ActiveResolutions again.
+pub(super) async fn run(
+    ctx: Arc<Context>,
+    (resolutions, store, _synced): (
+        impl Stream<Item = Result<ActiveResolution, kube::runtime::watcher::Error>> + Send + 'static,
+        kube::runtime::reflector::Store<ActiveResolution>,
+        tokio::sync::watch::Receiver<bool>,
+    ),
+    catalogs_changed: impl Stream<Item = ()> + Send + 'static,
+    shutdown: CancellationToken,
+) {
+    let controller = Controller::for_stream(resolutions, store)
+        .reconcile_all_on(catalogs_changed)
+        .graceful_shutdown_on(shutdown.cancelled_owned());
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(error = %error_chain(&err), "activeresolution reconcile request failed");
+            }
+        })
+        .await;
+}
+
+fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Context>) -> Action {
+    if error.is_conflict() {
+        // The cache lagged behind our own or the activator's write: resolve again on the
+        // current object soon, without alarming anyone.
+        tracing::debug!(active_resolution = %resolution.name_any(), "status write conflicted; retrying");
+        return Action::requeue(std::time::Duration::from_millis(200));
+    }
+    tracing::warn!(active_resolution = %resolution.name_any(), error = %error_chain(error), "reconcile failed");
+    ctx.backoff
+        .action_for(&format!("ar/{}", resolution.name_any()), error.class())
+}
+
+async fn reconcile(resolution: Arc<ActiveResolution>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let timer = ctx.metrics.reconcile.start("activeresolution");
+    let result = reconcile_resolution(&resolution, &ctx).await;
+    match &result {
+        Ok(_) => {
+            ctx.backoff.reset(&format!("ar/{}", resolution.name_any()));
+            timer.finish("success");
+        }
+        Err(err) => timer.finish(err.label()),
+    }
+    result
+}
+
+/// The outcome of one resolution, before it becomes status.
+enum Outcome {
+    Resolved(Vec<String>),
+    Failed {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+async fn reconcile_resolution(
+    resolution: &ActiveResolution,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let name = resolution.name_any();
+    let outcome = resolve(resolution, ctx).await?;
+    let current = resolution.status.clone().unwrap_or_default();
+    let generation = resolution.meta().generation;
+    let mut next = current.clone();
+    next.observed_generation = generation;
+    let (value, reason, message) = match outcome {
+        Outcome::Resolved(selections) => {
+            let message = format!("resolved {} bundles", selections.len());
+            next.selections = selections;
+            (status::TRUE, reasons::SUCCEEDED, message)
+        }
+        Outcome::Failed { reason, message } => (status::FALSE, reason, message),
+    };
+    set_condition(
+        &mut next.conditions,
+        ConditionUpdate {
+            type_: TYPE_RESOLVED,
+            status: value,
+            reason,
+            message: &message,
+        },
+        generation,
+        &kit::conditions::now(),
+    );
+    if next != current {
+        ctx.announce(
+            &resolution.object_ref(&()),
+            &current.conditions,
+            &next.conditions,
+        )
+        .await;
+        let patch = status_patch(resolution, &next);
+        Api::<ActiveResolution>::all(ctx.client.clone())
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| Error::Kube(name.clone(), source))?;
+    }
+    Ok(Action::await_change())
+}
+
+/// A merge patch of this controller's fields only, guarded by the resourceVersion they
+/// were computed from (the conditions list is replaced whole and holds the activator's
+/// condition too).
+fn status_patch(resolution: &ActiveResolution, next: &ActiveResolutionStatus) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": { "resourceVersion": resolution.resource_version() },
+        "status": {
+            "selections": next.selections,
+            "observedGeneration": next.observed_generation,
+            "conditions": next.conditions,
+        }
+    })
+}
+
+/// Resolves the spec against the served catalogs.
+async fn resolve(resolution: &ActiveResolution, ctx: &Context) -> Result<Outcome, Error> {
+    let name = resolution.name_any();
+    let constraints = match to_constraints(&resolution.spec.constraints) {
+        Ok(constraints) => constraints,
+        Err(message) => {
+            return Ok(Outcome::Failed {
+                reason: reasons::INVALID_SPEC,
+                message,
+            });
+        }
+    };
+    let catalogs = ctx.catalogs.snapshot();
+    let missing: Vec<&str> = resolution
+        .spec
+        .sources
+        .iter()
+        .filter(|source| !catalogs.iter().any(|(name, _)| name == *source))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Outcome::Failed {
+            reason: reasons::SOURCE_UNAVAILABLE,
+            message: format!(
+                "catalog {} does not exist or is not serving",
+                missing.join(", ")
+            ),
+        });
+    }
+    let request = Request::new(constraints).with_sources(resolution.spec.sources.clone());
+    // Solving is CPU-bound and may take long on large catalogs: keep it off the runtime's
+    // workers that drive the watches.
+    let result = tokio::task::spawn_blocking(move || {
+        let named = catalogs.iter().map(|(name, served)| {
+            NamedCatalog::new(name, &served.index).with_priority(served.priority)
+        });
+        Resolver::new(named)?.resolve(&request)
+    })
+    .await
+    .map_err(|err| Error::Task(name.clone(), err))?;
+    match result {
+        Ok(resolved) => {
+            ctx.metrics.observe("success", &resolved.stats);
+            Ok(Outcome::Resolved(resolved.selection_strings()))
+        }
+        Err(ResolveError::NotSatisfiable(unsatisfiable)) => {
+            ctx.metrics.observe("not_satisfiable", &unsatisfiable.stats);
+            Ok(Outcome::Failed {
+                reason: reasons::CONSTRAINTS_NOT_SATISFIABLE,
+                message: unsatisfiable.to_string(),
+            })
+        }
+        Err(err @ ResolveError::UnknownSource { .. }) => Ok(Outcome::Failed {
+            reason: reasons::SOURCE_UNAVAILABLE,
+            message: error_chain(&err),
+        }),
+        Err(err) if err.category().is_invalid_input() => Ok(Outcome::Failed {
+            reason: reasons::INVALID_SPEC,
+            message: error_chain(&err),
+        }),
+        Err(err) => Err(Error::Resolve(name, err)),
+    }
+}
+
+/// The library's constraints for the API's; the error is a message for the user.
+fn to_constraints(constraints: &[deppy_api::Constraint]) -> Result<Vec<Constraint>, String> {
+    constraints
+        .iter()
+        .enumerate()
+        .map(|(i, constraint)| {
+            to_constraint(constraint).map_err(|problem| format!("spec.constraints[{i}]: {problem}"))
+        })
+        .collect()
+}
+
+fn to_constraint(constraint: &deppy_api::Constraint) -> Result<Constraint, String> {
+    if let Some(required) = &constraint.required {
+        return Ok(Constraint::required(
+            &required.name,
+            required.version_range.as_deref(),
+            required.channel.as_deref(),
+        ));
+    }
+    if let Some(gvk) = &constraint.gvk_required {
+        return Ok(Constraint::gvk_required(
+            &gvk.group,
+            &gvk.version,
+            &gvk.kind,
+        ));
+    }
+    if let Some(prohibited) = &constraint.prohibited {
+        return Ok(Constraint::prohibited(
+            &prohibited.name,
+            prohibited.version_range.as_deref(),
+        ));
+    }
+    if let Some(installed) = &constraint.installed {
+        return Ok(Constraint::installed(&installed.name, &installed.version));
+    }
+    if let Some(expression) = &constraint.expression {
+        return expression
+            .parse::<Constraint>()
+            .map_err(|err| error_chain(&err));
+    }
+    Err("sets none of required, gvkRequired, prohibited, installed or expression".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_constraints_and_expressions_map_to_the_same_constraint() {
+        let structured = deppy_api::Constraint {
+            required: Some(deppy_api::PackageRequirement {
+                name: "etcd".to_owned(),
+                version_range: Some(">=0.9.0".to_owned()),
+                channel: Some("stable".to_owned()),
+            }),
+            ..Default::default()
+        };
+        let expression = deppy_api::Constraint {
+            expression: Some(r#"required("etcd", ">=0.9.0", "stable")"#.to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(
+            to_constraints(&[structured]).unwrap(),
+            to_constraints(&[expression]).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_bad_expression_or_an_empty_constraint_is_reported_with_its_position() {
+        let bad = deppy_api::Constraint {
+            expression: Some("required(etcd".to_owned()),
+            ..Default::default()
+        };
+        let message = to_constraints(&[deppy_api::Constraint::default(), bad]).unwrap_err();
+        assert!(
+            message.starts_with("spec.constraints[0]: sets none"),
+            "{message}"
+        );
+        let message = to_constraints(&[deppy_api::Constraint {
+            expression: Some("required(etcd".to_owned()),
+            ..Default::default()
+        }])
+        .unwrap_err();
+        assert!(message.starts_with("spec.constraints[0]: "), "{message}");
+    }
+}

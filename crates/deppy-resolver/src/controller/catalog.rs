@@ -1,0 +1,600 @@
+//! The Catalog controller: fetch, store, parse and serve each Catalog's file-based catalog.
+//!
+//! Fetching is skipped when nothing can have changed: a ConfigMap is immutable, so the same
+//! resourceVersion means the same content; an image named by digest never changes; an image
+//! named by tag is fetched again every poll interval. After a restart, content whose status
+//! still describes the current spec is read back from the content store instead of fetched.
+//! When a fetch fails, a catalog already served keeps being served (its last good content).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deppy_api::conditions::{TYPE_SERVING, TYPE_UNPACKED, reasons};
+use deppy_api::{Catalog, CatalogSource, CatalogStatus, ContentRef};
+use fbc::CatalogIndex;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller, Error as ControllerError};
+use kube::runtime::reflector::Store;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource, ResourceExt};
+use tokio_util::sync::CancellationToken;
+
+use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::retry::{Classify, ErrorClass};
+
+use super::{Context, ServedCatalog, error_chain};
+
+/// The key of a pull secret's registry credentials.
+const DOCKER_CONFIG_JSON: &str = ".dockerconfigjson";
+
+/// A failed Catalog reconcile; always retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// Reading or writing an object failed.
+    #[error("failed to {verb} {object}")]
+    Kube {
+        /// What we tried.
+        verb: &'static str,
+        /// Which object.
+        object: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// Storing the catalog's content failed.
+    #[error("failed to store the content of Catalog {0}")]
+    Store(String, #[source] content::StoreError),
+    /// The Catalog has no uid yet, so stored content could not name it as owner.
+    #[error("failed to reference Catalog {0} as the owner of its content: it has no uid")]
+    NoUid(String),
+}
+
+impl Classify for Error {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Transient
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Kube { .. } => "kube",
+            Self::Store(..) => "store",
+            Self::NoUid(..) => "no_uid",
+        }
+    }
+}
+
+/// Runs the Catalog controller until `shutdown`.
+pub(super) async fn run(
+    ctx: Arc<Context>,
+    catalogs: impl Stream<Item = Result<Catalog, watcher::Error>> + Send + 'static,
+    store: Store<Catalog>,
+    shutdown: CancellationToken,
+) {
+    let controller =
+        Controller::for_stream(catalogs, store).graceful_shutdown_on(shutdown.cancelled_owned());
+    let served = ctx.catalogs.clone();
+    let changed = ctx.changed.clone();
+    let reconciles = controller
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|result| {
+            // A requeued request can outlive its Catalog; the deletion watch below has
+            // (or will have) stopped serving it.
+            if let Err(err) = &result
+                && !matches!(err, ControllerError::ObjectNotFound(_))
+            {
+                tracing::debug!(error = %error_chain(err), "catalog reconcile request failed");
+            }
+            async {}
+        });
+    // The controller reconciles only objects that exist, and there is no finalizer: a
+    // deleted Catalog is noticed by watching for deletions.
+    let deletions = watcher(
+        Api::<Catalog>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .for_each(|event| {
+        if let Ok(watcher::Event::Delete(catalog)) = &event
+            && served.remove(&catalog.name_any())
+        {
+            tracing::info!(catalog = %catalog.name_any(), "stopped serving deleted catalog");
+            let _ = changed.try_send(());
+        }
+        async {}
+    });
+    // The deletion watch never ends by itself; the controller ends on `shutdown`.
+    tokio::select! {
+        () = reconciles => {}
+        () = deletions => {}
+    }
+}
+
+fn error_policy(catalog: Arc<Catalog>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(catalog = %catalog.name_any(), error = %error_chain(error), "reconcile failed");
+    ctx.backoff.action_for(&catalog.name_any(), error.class())
+}
+
+async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let timer = ctx.metrics.reconcile.start("catalog");
+    let result = reconcile_catalog(&catalog, &ctx).await;
+    ctx.reconciled
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(catalog.name_any());
+    match &result {
+        Ok(_) => timer.finish("success"),
+        Err(err) => timer.finish(err.label()),
+    }
+    result
+}
+
+/// What fetching produced.
+enum Fetched {
+    /// The served catalog is current; nothing was read.
+    Unchanged(ServedCatalog),
+    /// Content to parse and serve. `polled` is false when it was read back from the
+    /// content store rather than fetched from the source.
+    Content {
+        content: content::Content,
+        resolved_source: String,
+        polled: bool,
+    },
+    /// The source could not be read; `retry` says whether to try again with backoff.
+    Failed { message: String, retry: bool },
+}
+
+async fn reconcile_catalog(catalog: &Catalog, ctx: &Context) -> Result<Action, Error> {
+    let name = catalog.name_any();
+    let generation = catalog.meta().generation;
+    let current = catalog.status.clone().unwrap_or_default();
+    let priority = catalog.spec.priority.unwrap_or(0);
+    let source_key = serde_json::to_string(&catalog.spec.source).unwrap_or_default();
+    let poll = poll_interval(catalog, ctx.settings.default_poll_interval);
+    let polls = catalog
+        .spec
+        .source
+        .image
+        .as_ref()
+        .is_some_and(|image| !is_digest_reference(&image.ref_));
+
+    let fetched = fetch(catalog, ctx, &current, &source_key, poll).await?;
+    let now = kit::conditions::now();
+    let mut next = current.clone();
+    next.observed_generation = generation;
+    let mut requeue = if polls {
+        Action::requeue(remaining(current.last_polled.as_ref(), poll).max(Duration::from_secs(1)))
+    } else {
+        Action::await_change()
+    };
+    match fetched {
+        Fetched::Unchanged(mut served) => {
+            if served.priority != priority {
+                served.priority = priority;
+                ctx.catalogs.insert(&name, served.clone());
+                ctx.notify_catalogs_changed();
+            }
+            set_serving(&mut next, &served.index, generation, &now);
+        }
+        Fetched::Content {
+            content,
+            resolved_source,
+            polled,
+        } => {
+            if polled {
+                next.last_polled = Some(now.clone());
+                if polls {
+                    requeue = Action::requeue(poll);
+                }
+            }
+            next.resolved_source = Some(resolved_source.clone());
+            set(
+                &mut next,
+                TYPE_UNPACKED,
+                status::TRUE,
+                reasons::UNPACK_SUCCESSFUL,
+                &format!("unpacked {resolved_source}"),
+                generation,
+                &now,
+            );
+            match parse(&content, ctx) {
+                Err(message) => {
+                    if ctx.catalogs.remove(&name) {
+                        ctx.notify_catalogs_changed();
+                    }
+                    next.content = None;
+                    next.packages = None;
+                    next.bundles = None;
+                    set(
+                        &mut next,
+                        TYPE_SERVING,
+                        status::FALSE,
+                        reasons::INVALID_CATALOG,
+                        &message,
+                        generation,
+                        &now,
+                    );
+                }
+                Ok(index) => {
+                    // Content read back from the store is there already; fetched content is
+                    // written even when the status names the same digest, because the store
+                    // may have lost it (or belong to another system namespace).
+                    if polled {
+                        next.content = Some(store(catalog, ctx, &content).await?);
+                    }
+                    let index = Arc::new(index);
+                    set_serving(&mut next, &index, generation, &now);
+                    ctx.catalogs.insert(
+                        &name,
+                        ServedCatalog {
+                            index,
+                            priority,
+                            resolved_source,
+                            source_key,
+                        },
+                    );
+                    ctx.notify_catalogs_changed();
+                }
+            }
+        }
+        Fetched::Failed { message, retry } => {
+            set(
+                &mut next,
+                TYPE_UNPACKED,
+                status::FALSE,
+                reasons::UNPACK_FAILED,
+                &message,
+                generation,
+                &now,
+            );
+            match ctx.catalogs.get(&name) {
+                // Keep serving the last good content: a registry outage must not take
+                // resolutions down with it.
+                Some(served) => set_serving(&mut next, &served.index, generation, &now),
+                None => set(
+                    &mut next,
+                    TYPE_SERVING,
+                    status::FALSE,
+                    reasons::UNPACK_FAILED,
+                    &message,
+                    generation,
+                    &now,
+                ),
+            }
+            if retry {
+                requeue = Action::requeue(ctx.backoff.next_delay(&name));
+            }
+        }
+    }
+
+    if next != current {
+        ctx.announce(
+            &catalog.object_ref(&()),
+            &current.conditions,
+            &next.conditions,
+        )
+        .await;
+        // Every field spelled out: absent ones must become null, which a merge patch of the
+        // serialised status (skipping `None`s) would not do.
+        let patch = serde_json::json!({ "status": {
+            "resolvedSource": next.resolved_source,
+            "content": next.content,
+            "packages": next.packages,
+            "bundles": next.bundles,
+            "lastPolled": next.last_polled,
+            "observedGeneration": next.observed_generation,
+            "conditions": next.conditions,
+        } });
+        Api::<Catalog>::all(ctx.client.clone())
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| Error::Kube {
+                verb: "update the status of",
+                object: format!("Catalog {name}"),
+                source,
+            })?;
+    }
+    if kit::conditions::is_true(&next.conditions, TYPE_UNPACKED, generation) {
+        ctx.backoff.reset(&name);
+    }
+    Ok(requeue)
+}
+
+/// Sets a condition; a shorthand that keeps the call sites on one line each.
+fn set(
+    status: &mut CatalogStatus,
+    type_: &str,
+    value: &str,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) {
+    set_condition(
+        &mut status.conditions,
+        ConditionUpdate {
+            type_,
+            status: value,
+            reason,
+            message,
+        },
+        generation,
+        now,
+    );
+}
+
+/// Records the counts of a served catalog and sets `Serving` to True.
+fn set_serving(
+    status: &mut CatalogStatus,
+    index: &CatalogIndex,
+    generation: Option<i64>,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) {
+    let packages = index.packages().count();
+    let bundles = index.catalog().bundles.len();
+    status.packages = Some(i64::try_from(packages).unwrap_or(i64::MAX));
+    status.bundles = Some(i64::try_from(bundles).unwrap_or(i64::MAX));
+    set(
+        status,
+        TYPE_SERVING,
+        status::TRUE,
+        reasons::SERVING,
+        &format!("serving {packages} packages, {bundles} bundles"),
+        generation,
+        now,
+    );
+}
+
+/// Reads the Catalog's source, unless what is served (or stored) is still current.
+async fn fetch(
+    catalog: &Catalog,
+    ctx: &Context,
+    current: &CatalogStatus,
+    source_key: &str,
+    poll: Duration,
+) -> Result<Fetched, Error> {
+    let name = catalog.name_any();
+    let served = ctx
+        .catalogs
+        .get(&name)
+        .filter(|s| s.source_key == source_key);
+    match &catalog.spec.source {
+        CatalogSource {
+            config_map: Some(source),
+            ..
+        } => {
+            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &source.namespace);
+            let qualified = format!("{}/{}", source.namespace, source.name);
+            let Some(config_map) = api.get_opt(&source.name).await.map_err(|err| Error::Kube {
+                verb: "read",
+                object: format!("ConfigMap {qualified}"),
+                source: err,
+            })?
+            else {
+                // ConfigMaps are not watched; retry until it appears.
+                return Ok(Fetched::Failed {
+                    message: format!("configmap {qualified} not found"),
+                    retry: true,
+                });
+            };
+            let resolved_source = format!(
+                "{qualified}@{}",
+                config_map.resource_version().unwrap_or_default()
+            );
+            if let Some(served) = served.filter(|s| s.resolved_source == resolved_source) {
+                return Ok(Fetched::Unchanged(served));
+            }
+            if current.resolved_source.as_deref() == Some(resolved_source.as_str())
+                && let Some(content) = from_store(ctx, current).await
+            {
+                return Ok(Fetched::Content {
+                    content,
+                    resolved_source,
+                    polled: false,
+                });
+            }
+            let sources = [content::source::ConfigMapSource {
+                config_map,
+                path: String::new(),
+            }];
+            Ok(
+                match content::source::configmap::unpack(&sources, &ctx.settings.unpack.limits) {
+                    Ok(unpacked) => Fetched::Content {
+                        content: unpacked.content,
+                        resolved_source,
+                        polled: true,
+                    },
+                    // Terminal, but ConfigMaps are not watched: a fix (e.g. a new immutable
+                    // ConfigMap under the same name) is noticed only by retrying.
+                    Err(err) => Fetched::Failed {
+                        message: error_chain(&err),
+                        retry: true,
+                    },
+                },
+            )
+        }
+        CatalogSource {
+            image: Some(image), ..
+        } => {
+            let due = !is_digest_reference(&image.ref_)
+                && remaining(current.last_polled.as_ref(), poll).is_zero();
+            if !due {
+                if let Some(served) = served {
+                    return Ok(Fetched::Unchanged(served));
+                }
+                if current.observed_generation == catalog.meta().generation
+                    && let Some(resolved_source) = current.resolved_source.clone()
+                    && let Some(content) = from_store(ctx, current).await
+                {
+                    return Ok(Fetched::Content {
+                        content,
+                        resolved_source,
+                        polled: false,
+                    });
+                }
+            }
+            let pull_secret = match &image.pull_secret {
+                Some(secret) => match read_pull_secret(ctx, secret).await? {
+                    Ok(bytes) => Some(bytes),
+                    Err(message) => {
+                        return Ok(Fetched::Failed {
+                            message,
+                            retry: true,
+                        });
+                    }
+                },
+                None => None,
+            };
+            let source = content::Source::Image(content::source::ImageSource {
+                reference: image.ref_.clone(),
+                pull_secret,
+                tls: content::source::TlsOptions {
+                    insecure_skip_verify: image.insecure_skip_tls_verify.unwrap_or(false),
+                    ..content::source::TlsOptions::default()
+                },
+                directory: Some("configs".to_owned()),
+            });
+            Ok(match ctx.unpacker.unpack(&source).await {
+                Ok(unpacked) => Fetched::Content {
+                    content: unpacked.content,
+                    resolved_source: match unpacked.resolved {
+                        content::ResolvedSource::Image { reference, .. } => reference,
+                        _ => image.ref_.clone(),
+                    },
+                    polled: true,
+                },
+                Err(err) => Fetched::Failed {
+                    retry: !err.is_terminal(),
+                    message: error_chain(&err),
+                },
+            })
+        }
+        // The CRD requires exactly one source; an object that slipped past it is reported.
+        _ => Ok(Fetched::Failed {
+            message: "spec.source sets neither image nor configMap".to_owned(),
+            retry: false,
+        }),
+    }
+}
+
+/// The pull secret's `.dockerconfigjson`; the inner error is a message for the user.
+async fn read_pull_secret(ctx: &Context, name: &str) -> Result<Result<Vec<u8>, String>, Error> {
+    let namespace = &ctx.settings.system_namespace;
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    let secret = secrets.get_opt(name).await.map_err(|source| Error::Kube {
+        verb: "read",
+        object: format!("Secret {namespace}/{name}"),
+        source,
+    })?;
+    Ok(match secret {
+        None => Err(format!("pull secret {namespace}/{name} not found")),
+        Some(secret) => secret
+            .data
+            .and_then(|mut data| data.remove(DOCKER_CONFIG_JSON))
+            .map(|bytes| bytes.0)
+            .ok_or_else(|| {
+                format!("pull secret {namespace}/{name} has no {DOCKER_CONFIG_JSON} key")
+            }),
+    })
+}
+
+/// The content the status records, read back from the store; `None` (and a fresh fetch)
+/// when it is missing or damaged.
+async fn from_store(ctx: &Context, current: &CatalogStatus) -> Option<content::Content> {
+    let reference = current.content.as_ref()?;
+    let digest: content::Digest = reference.digest.parse().ok()?;
+    match ctx.store.read(&digest).await {
+        Ok(content) => Some(content),
+        Err(err) => {
+            tracing::info!(digest = %digest, error = %error_chain(&err), "stored catalog content unusable; fetching again");
+            None
+        }
+    }
+}
+
+/// Parses the content as a file-based catalog; the error is a message for the user.
+fn parse(content: &content::Content, ctx: &Context) -> Result<CatalogIndex, String> {
+    let files = content
+        .files(&ctx.settings.unpack.limits)
+        .map_err(|err| error_chain(&err))?;
+    CatalogIndex::from_files(files.iter()).map_err(|err| error_chain(&err))
+}
+
+/// Stores the content owned by the Catalog (adding the Catalog as an owner when another
+/// Catalog stored the same content).
+async fn store(
+    catalog: &Catalog,
+    ctx: &Context,
+    content: &content::Content,
+) -> Result<ContentRef, Error> {
+    let name = catalog.name_any();
+    // Not a controller reference: content is shared by digest, and an object may have only
+    // one controller, so a second Catalog with the same content could not be added.
+    let owner = catalog
+        .owner_ref(&())
+        .filter(|owner| !owner.uid.is_empty())
+        .ok_or_else(|| Error::NoUid(name.clone()))?;
+    let stored = ctx
+        .store
+        .write(content, &owner)
+        .await
+        .map_err(|err| Error::Store(name, err))?;
+    Ok(ContentRef {
+        digest: stored.digest.to_string(),
+        size: i64::try_from(stored.size).unwrap_or(i64::MAX),
+        chunks: i32::try_from(stored.chunks).unwrap_or(i32::MAX),
+    })
+}
+
+/// Whether an image reference pins a digest (and so never needs polling).
+fn is_digest_reference(reference: &str) -> bool {
+    reference.contains('@')
+}
+
+/// `spec.pollInterval`, or `default` when unset or unparsable (the CRD checks the format).
+fn poll_interval(catalog: &Catalog, default: Duration) -> Duration {
+    catalog
+        .spec
+        .poll_interval
+        .as_deref()
+        .and_then(|text| text.parse::<SignedDuration>().ok())
+        .and_then(|parsed| Duration::try_from(parsed).ok())
+        .filter(|interval| !interval.is_zero())
+        .unwrap_or(default)
+}
+
+/// Time left until the next poll; zero when due (or never polled).
+fn remaining(
+    last_polled: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    poll: Duration,
+) -> Duration {
+    let Some(last) = last_polled else {
+        return Duration::ZERO;
+    };
+    let elapsed = Timestamp::now().duration_since(last.0);
+    Duration::try_from(elapsed)
+        .ok()
+        .map_or(Duration::ZERO, |elapsed| poll.saturating_sub(elapsed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_tag_references_are_polled() {
+        assert!(is_digest_reference("quay.io/c/cat@sha256:0123"));
+        assert!(!is_digest_reference("localhost:5000/c/cat:latest"));
+    }
+
+    #[test]
+    fn a_catalog_never_polled_is_due_and_a_fresh_one_is_not() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(remaining(None, minute), Duration::ZERO);
+        let now = kit::conditions::now();
+        let left = remaining(Some(&now), minute);
+        assert!(left > Duration::from_secs(55) && left <= minute, "{left:?}");
+    }
+}

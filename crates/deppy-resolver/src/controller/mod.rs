@@ -1,0 +1,371 @@
+//! The `run` mode: the Catalog and ActiveResolution controllers.
+//!
+//! The Catalog controller fetches each Catalog's file-based catalog (from an image or an
+//! immutable ConfigMap), keeps a copy in the content store, parses it, and publishes the
+//! index in [`ServedCatalogs`]. The ActiveResolution controller resolves each
+//! ActiveResolution against those indexes with [`crate::Resolver`] and writes
+//! `status.selections` and the `Resolved` condition. Whenever the set of served catalogs
+//! changes, every ActiveResolution is resolved again.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use fbc::CatalogIndex;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, Store, reflector};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use prometheus::{Histogram, HistogramOpts, HistogramVec, Registry};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use kit::admin::Readiness;
+use kit::metrics::ReconcileMetrics;
+use kit::retry::Backoff;
+
+mod active_resolution;
+mod catalog;
+
+/// Settings of both controllers.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespace of the content store and of image pull secrets.
+    pub system_namespace: String,
+    /// How often a Catalog whose image is named by tag is fetched again when it does not
+    /// set `pollInterval`.
+    pub default_poll_interval: Duration,
+    /// Limits for unpacking and reading catalog content.
+    pub unpack: content::UnpackOptions,
+}
+
+/// The prefix of every metric of this binary.
+const COMPONENT: &str = "deppy_resolver";
+
+/// Metrics of both controllers: reconcile counts and latency, and the cost of resolutions.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    reconcile: ReconcileMetrics,
+    resolution_duration: HistogramVec,
+    variables: Histogram,
+    clauses: Histogram,
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them on `registry` (the admin server's).
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let reconcile = ReconcileMetrics::register(registry, COMPONENT)?;
+        let resolution_duration = HistogramVec::new(
+            HistogramOpts::new(
+                format!("{COMPONENT}_resolution_duration_seconds"),
+                "Time spent building and solving one resolution, by result.",
+            )
+            .buckets(vec![
+                0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ]),
+            &["result"],
+        )?;
+        // Sizes span orders of magnitude (a single package up to whole catalogs).
+        let sizes = prometheus::exponential_buckets(10.0, 4.0, 10)?;
+        let variables = Histogram::with_opts(
+            HistogramOpts::new(
+                format!("{COMPONENT}_resolution_variables"),
+                "Solver variables of one resolution problem.",
+            )
+            .buckets(sizes.clone()),
+        )?;
+        let clauses = Histogram::with_opts(
+            HistogramOpts::new(
+                format!("{COMPONENT}_resolution_clauses"),
+                "SAT clauses of one solved resolution problem.",
+            )
+            .buckets(sizes),
+        )?;
+        registry.register(Box::new(resolution_duration.clone()))?;
+        registry.register(Box::new(variables.clone()))?;
+        registry.register(Box::new(clauses.clone()))?;
+        Ok(Self {
+            reconcile,
+            resolution_duration,
+            variables,
+            clauses,
+        })
+    }
+
+    fn observe(&self, result: &str, stats: &crate::Stats) {
+        self.resolution_duration
+            .with_label_values(&[result])
+            .observe(stats.duration.as_secs_f64());
+        self.variables.observe(stats.variables as f64);
+        if let Some(clauses) = stats.clauses {
+            self.clauses.observe(clauses as f64);
+        }
+    }
+}
+
+/// A catalog being served: its parsed index and what it was built from.
+#[derive(Debug, Clone)]
+pub struct ServedCatalog {
+    /// The parsed catalog.
+    pub index: Arc<CatalogIndex>,
+    /// `spec.priority`.
+    pub priority: i32,
+    /// `status.resolvedSource` of the content (pinned image or ConfigMap version).
+    pub resolved_source: String,
+    /// The spec's source, serialised, to notice when the Catalog points elsewhere.
+    source_key: String,
+}
+
+/// The catalogs the resolver may use, by Catalog name; only those that are Serving.
+///
+/// Cheap to clone: clones share the map.
+#[derive(Debug, Clone, Default)]
+pub struct ServedCatalogs(Arc<RwLock<BTreeMap<String, ServedCatalog>>>);
+
+impl ServedCatalogs {
+    /// The catalog served under `name`.
+    pub fn get(&self, name: &str) -> Option<ServedCatalog> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+
+    /// Every served catalog, by name.
+    pub fn snapshot(&self) -> Vec<(String, ServedCatalog)> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(name, served)| (name.clone(), served.clone()))
+            .collect()
+    }
+
+    fn insert(&self, name: &str, served: ServedCatalog) {
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), served);
+    }
+
+    fn remove(&self, name: &str) -> bool {
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name)
+            .is_some()
+    }
+}
+
+/// Everything a reconcile of either controller needs.
+pub struct Context {
+    client: Client,
+    settings: Settings,
+    store: content::store::Store,
+    unpacker: content::Unpacker,
+    catalogs: ServedCatalogs,
+    recorder: Recorder,
+    metrics: Metrics,
+    backoff: Backoff,
+    /// Catalogs reconciled at least once since startup, successfully or not.
+    reconciled: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Tells the ActiveResolution controller that the served catalogs changed. Capacity one:
+    /// a pending notice already covers any later change.
+    changed: mpsc::Sender<()>,
+}
+
+impl Context {
+    fn notify_catalogs_changed(&self) {
+        // Full means a notice is already pending; closed means the other controller stopped.
+        let _ = self.changed.try_send(());
+    }
+
+    async fn event(&self, reference: &ObjectReference, warning: bool, reason: &str, note: String) {
+        kit::events::publish(
+            &self.recorder,
+            reference,
+            warning,
+            reason,
+            "Reconcile",
+            note,
+        )
+        .await;
+    }
+
+    /// Emits an Event for each condition whose status or reason changed.
+    async fn announce(
+        &self,
+        reference: &ObjectReference,
+        before: &[deppy_api::Condition],
+        after: &[deppy_api::Condition],
+    ) {
+        for condition in after {
+            let previous = kit::conditions::find(before, &condition.type_);
+            if previous
+                .is_some_and(|p| p.status == condition.status && p.reason == condition.reason)
+            {
+                continue;
+            }
+            let warning = condition.status == kit::conditions::status::FALSE;
+            self.event(
+                reference,
+                warning,
+                &condition.reason,
+                format!("{}: {}", condition.type_, condition.message),
+            )
+            .await;
+        }
+    }
+}
+
+/// Runs both controllers until `shutdown`; `catalogs` is the map they share (pass a fresh
+/// one; it is exposed so that callers such as tests can look at what is served).
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    catalogs: ServedCatalogs,
+    readiness: &Readiness,
+    shutdown: CancellationToken,
+) {
+    let (changed, notices) = mpsc::channel(1);
+    let reporter = Reporter {
+        controller: "deppy-resolver".to_owned(),
+        instance: None,
+    };
+    let ctx = Arc::new(Context {
+        store: content::store::Store::new(client.clone(), &settings.system_namespace),
+        unpacker: content::Unpacker::new(settings.unpack.clone()),
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        settings,
+        catalogs,
+        metrics,
+        backoff: Backoff::default(),
+        reconciled: std::sync::Mutex::default(),
+        changed,
+    });
+    let notices = futures::stream::unfold(notices, |mut notices| async move {
+        notices.recv().await.map(|()| ((), notices))
+    });
+    let (catalogs, catalog_store, catalogs_synced) = synced_watch(
+        Api::<deppy_api::Catalog>::all(ctx.client.clone()),
+        readiness,
+        "watch:catalogs",
+    );
+    // Created now so that /readyz waits for it from the start; polled once the controller
+    // runs.
+    let resolutions = synced_watch(
+        Api::<deppy_api::ActiveResolution>::all(ctx.client.clone()),
+        readiness,
+        "watch:activeresolutions",
+    );
+    let loaded = catalogs_loaded(&ctx, catalog_store.clone(), catalogs_synced, &shutdown);
+    futures::join!(
+        catalog::run(ctx.clone(), catalogs, catalog_store, shutdown.clone()),
+        async {
+            if loaded.await {
+                active_resolution::run(ctx.clone(), resolutions, notices, shutdown.clone()).await;
+            }
+        },
+    );
+}
+
+/// How long resolving waits at startup for the catalogs to load.
+const CATALOG_LOAD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Waits until every Catalog listed at startup has been reconciled once (or
+/// [`CATALOG_LOAD_TIMEOUT`] passes), so that a restart does not resolve against a partly
+/// loaded set and flip every ActiveResolution to SourceUnavailable and back. False on
+/// shutdown.
+async fn catalogs_loaded(
+    ctx: &Context,
+    store: Store<deppy_api::Catalog>,
+    mut synced: tokio::sync::watch::Receiver<bool>,
+    shutdown: &CancellationToken,
+) -> bool {
+    let wait = async {
+        if synced.wait_for(|synced| *synced).await.is_err() {
+            return false;
+        }
+        let names: Vec<String> = store
+            .state()
+            .iter()
+            .filter_map(|catalog| catalog.metadata.name.clone())
+            .collect();
+        let started = tokio::time::Instant::now();
+        loop {
+            let pending = {
+                let reconciled = ctx
+                    .reconciled
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                names
+                    .iter()
+                    .filter(|name| !reconciled.contains(*name))
+                    .count()
+            };
+            if pending == 0 {
+                return true;
+            }
+            if started.elapsed() > CATALOG_LOAD_TIMEOUT {
+                tracing::warn!(pending, "resolving before every catalog has loaded");
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::select! {
+        loaded = wait => loaded,
+        () = shutdown.cancelled() => false,
+    }
+}
+
+/// The watch of every `K` for a controller (`Controller::for_stream`) and its cache, with the
+/// readiness gate `name` opening (and the receiver turning true) once the initial list is
+/// in the cache.
+///
+/// Not `readiness.track_store(controller.store())`: kube-runtime 5.0's
+/// `Store::wait_until_ready` wakes only the most recent of concurrent waiters (its
+/// `DelayedInit` polls a oneshot receiver, which keeps one waker), and the controller
+/// itself waits on the same store for every request, so the gate's waiter is never woken.
+fn synced_watch<K>(
+    api: Api<K>,
+    readiness: &Readiness,
+    name: &str,
+) -> (
+    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+    Store<K>,
+    tokio::sync::watch::Receiver<bool>,
+)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let mut gate = Some(readiness.register(name));
+    let (synced_tx, synced) = tokio::sync::watch::channel(false);
+    let (reader, writer) = reflector::store();
+    let stream = reflector(writer, watcher(api, watcher::Config::default()))
+        .map(move |event| {
+            // After the reflector: the cache holds the initial list when this is seen.
+            if let Ok(watcher::Event::InitDone) = &event
+                && let Some(gate) = gate.take()
+            {
+                gate.open();
+                synced_tx.send_replace(true);
+            }
+            event
+        })
+        .applied_objects();
+    (stream, reader, synced)
+}
+
+pub use kit::error_chain;

@@ -1,0 +1,101 @@
+//! The `run` subcommand: the Catalog and ActiveResolution controllers, with the admin
+//! server (metrics, health, readiness) and optional leader election.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use deppy_resolver::controller::{self, Metrics, ServedCatalogs, Settings, error_chain};
+use kit::admin::Admin;
+use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
+
+/// Options of `deppy-resolver run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
+    admin: AdminArgs,
+    #[command(flatten)]
+    telemetry: TelemetryArgs,
+    #[command(flatten)]
+    leader: LeaderElectionArgs,
+
+    /// Namespace of Deppy's content store, image pull secrets and leader lease.
+    #[arg(long, env = "SYSTEM_NAMESPACE", default_value = "deppy-system")]
+    system_namespace: String,
+
+    /// How often a Catalog image named by tag is fetched again when the Catalog does not
+    /// set `pollInterval` (e.g. `10m`). Images named by digest are never fetched again.
+    #[arg(long, env = "POLL_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
+    poll_interval: Duration,
+}
+
+impl RunArgs {
+    /// Runs the controllers until a termination signal; exits 1 on a startup failure.
+    pub(crate) fn run(self) -> ExitCode {
+        if let Err(err) = kit::telemetry::init(&self.telemetry) {
+            eprintln!("deppy-resolver: {}", error_chain(&err));
+            return ExitCode::FAILURE;
+        }
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(err) => {
+                tracing::error!("failed to start the async runtime: {err}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match runtime.block_on(self.serve()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                tracing::error!("{message}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    async fn serve(self) -> Result<(), String> {
+        let chain = |err: &dyn std::error::Error| error_chain(err);
+        let shutdown = kit::shutdown::on_signal();
+        let client = self.client.client().await.map_err(|e| chain(&e))?;
+        let admin = Admin::new();
+        let metrics = Metrics::register(&admin.registry).map_err(|e| chain(&e))?;
+        let server = admin
+            .serve(self.admin.address, shutdown.clone())
+            .await
+            .map_err(|e| chain(&e))?;
+        let settings = Settings {
+            system_namespace: self.system_namespace.clone(),
+            default_poll_interval: self.poll_interval,
+            unpack: content::UnpackOptions::default(),
+        };
+        let readiness = admin.readiness.clone();
+        kit::leader::run_controllers(
+            client.clone(),
+            &self.leader,
+            "deppy-resolver",
+            &self.system_namespace,
+            &admin.readiness,
+            shutdown.clone(),
+            |token| async move {
+                controller::run(
+                    client,
+                    settings,
+                    metrics,
+                    ServedCatalogs::default(),
+                    &readiness,
+                    token,
+                )
+                .await;
+            },
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+        shutdown.cancel();
+        let _ = server.task.await;
+        Ok(())
+    }
+}
