@@ -595,3 +595,159 @@ async fn a_service_account_without_rights_fails_the_install_naming_the_forbidden
         "nothing else was applied"
     );
 }
+
+#[tokio::test]
+async fn a_bundle_of_a_thousand_objects_installs() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let name = unique_name("big");
+    let mut many = String::new();
+    for i in 0..1000 {
+        many.push_str(&format!(
+            "---\n{}",
+            configmap(&ns, &format!("cm-{i:04}"), &format!("v{i}"))
+        ));
+    }
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[("a.yaml", namespace(&ns)), ("b.yaml", many)],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    let bd = Api::<BundleDeployment>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    assert_eq!(bd.status.unwrap().inventory.len(), 1001);
+    let listed = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .list(
+            &kube::api::ListParams::default().labels(&format!("core.rukpak.io/owner-name={name}")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1000);
+}
+
+#[tokio::test]
+async fn health_goes_false_when_a_deployment_loses_availability_and_true_when_it_recovers() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let name = unique_name("health");
+    // Pods may only run on a node carrying this test's label.
+    let node_label = unique_name("health");
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let label_node = |value: Option<&str>| {
+        let nodes = nodes.clone();
+        let patch = json!({ "metadata": { "labels": { "olmv1-test-health": value } } });
+        async move {
+            nodes
+                .patch(
+                    "kwok-node-0",
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    let manifest = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\n  namespace: {ns}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: op}}}}\n  template:\n    metadata: {{labels: {{app: op}}}}\n    spec:\n      nodeSelector: {{olmv1-test-health: {node_label}}}\n      containers: [{{name: main, image: example.invalid/op:1.0}}]\n"
+    );
+    label_node(Some(&node_label)).await;
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[("a.yaml", namespace(&ns)), ("b.yaml", manifest)],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_HEALTHY, "True").await;
+
+    // The node stops accepting this Deployment's pods and the running pod goes away.
+    label_node(None).await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &ns);
+    pods.delete_collection(
+        &DeleteParams::default(),
+        &kube::api::ListParams::default().labels("app=op"),
+    )
+    .await
+    .unwrap();
+    let message = wait_condition(&client, &name, TYPE_HEALTHY, "False").await;
+    assert!(
+        message.contains(&format!("Deployment.apps {ns}/op")),
+        "{message}"
+    );
+
+    label_node(Some(&node_label)).await;
+    wait_condition(&client, &name, TYPE_HEALTHY, "True").await;
+    label_node(None).await;
+}
+
+/// Write requests the API server has served for one resource, from its own metrics.
+async fn writes_to(client: &Client, group: &str, resource: &str) -> u64 {
+    let text = client
+        .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter(|l| {
+            l.contains(&format!("group=\"{group}\""))
+                && l.contains(&format!("resource=\"{resource}\""))
+        })
+        .filter(|l| {
+            [
+                "verb=\"PATCH\"",
+                "verb=\"APPLY\"",
+                "verb=\"POST\"",
+                "verb=\"PUT\"",
+                "verb=\"DELETE\"",
+                "verb=\"CREATE\"",
+                "verb=\"UPDATE\"",
+            ]
+            .iter()
+            .any(|v| l.contains(v))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+#[tokio::test]
+async fn a_resync_of_an_unchanged_bundle_deployment_sends_no_writes() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let group = format!("{}.example.com", unique_name("quiet"));
+    let name = unique_name("quiet");
+    let widgets: String = (0..4).map(|i| format!("---\napiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w{i}\n  namespace: {ns}\nspec:\n  size: {i}\n")).collect();
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", crd(&group)),
+            ("c.yaml", widgets),
+        ],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let before = writes_to(&client, &group, "widgets").await;
+    assert!(before >= 4, "the install wrote the widgets ({before})");
+    // Force several reconciles: each touches the BundleDeployment's metadata.
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    for i in 0..3 {
+        let patch = json!({ "metadata": { "annotations": { "test/resync": i.to_string() } } });
+        deployments
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert_eq!(
+        writes_to(&client, &group, "widgets").await,
+        before,
+        "no writes when nothing drifted"
+    );
+}
