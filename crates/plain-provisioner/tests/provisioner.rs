@@ -751,3 +751,34 @@ async fn a_resync_of_an_unchanged_bundle_deployment_sends_no_writes() {
         "no writes when nothing drifted"
     );
 }
+
+#[tokio::test]
+async fn api_server_warnings_during_apply_are_reported_on_the_status() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let group = format!("{}.example.com", unique_name("old"));
+    let name = unique_name("warned");
+    let deprecated_crd = crd(&group).replace(
+        "    served: true\n",
+        "    served: true\n    deprecated: true\n    deprecationWarning: \"widgets v1 is going away\"\n",
+    );
+    assert!(deprecated_crd.contains("deprecationWarning"));
+    let widget = format!(
+        "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {ns}\nspec:\n  size: 1\n"
+    );
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", deprecated_crd),
+            ("c.yaml", widget),
+        ],
+    )
+    .await;
+    let message = wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    assert!(
+        message.contains("the API server warned: widgets v1 is going away"),
+        "{message}"
+    );
+}

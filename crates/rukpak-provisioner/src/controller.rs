@@ -32,6 +32,7 @@ use crate::drift::DriftWatches;
 use crate::health::{self, Health};
 use crate::object::ObjectKey;
 use crate::status::{Outcome, next_status};
+use crate::warnings::{Warnings, client_recording_warnings};
 
 /// Finalizer on every BundleDeployment a provisioner manages: its objects are removed
 /// (keeping user data) before the BundleDeployment goes.
@@ -101,9 +102,9 @@ pub enum Error {
     /// Removing applied objects on deletion failed.
     #[error("failed to delete the objects of {0}")]
     Cleanup(String, #[source] Box<ApplyError>),
-    /// Impersonation could not be configured.
-    #[error("failed to create a client impersonating {0}")]
-    Impersonation(String, #[source] kube::Error),
+    /// A client for applying could not be built.
+    #[error("failed to create a client acting as {0}")]
+    Client(String, #[source] kube::Error),
 }
 
 impl Classify for Error {
@@ -116,7 +117,7 @@ impl Classify for Error {
             Self::Kube { .. } => "kube",
             Self::Finalizer(..) => "finalizer",
             Self::Cleanup(..) => "cleanup",
-            Self::Impersonation(..) => "impersonation",
+            Self::Client(..) => "client",
         }
     }
 }
@@ -150,24 +151,29 @@ impl<F: BundleFormat> Context<F> {
     }
 
     /// The applier for a BundleDeployment: impersonating its ServiceAccount when it names one.
-    fn applier_for(&self, deployment: &BundleDeployment) -> Result<Applier, Error> {
-        let Some(account) = &deployment.spec.service_account else {
-            return Ok(Applier::new(self.client.clone()));
-        };
-        let user = format!(
-            "system:serviceaccount:{}:{}",
-            account.namespace, account.name
-        );
+    /// The applier for a BundleDeployment, impersonating its ServiceAccount when it names
+    /// one, and the sink of the API server warnings its writes receive.
+    fn applier_for(&self, deployment: &BundleDeployment) -> Result<(Applier, Warnings), Error> {
         let mut config = self.config.clone();
-        config.auth_info.impersonate = Some(user.clone());
-        config.auth_info.impersonate_groups = Some(vec![
-            "system:serviceaccounts".to_owned(),
-            format!("system:serviceaccounts:{}", account.namespace),
-            "system:authenticated".to_owned(),
-        ]);
-        let client =
-            Client::try_from(config).map_err(|source| Error::Impersonation(user, source))?;
-        Ok(Applier::new(client))
+        let identity = match &deployment.spec.service_account {
+            Some(account) => {
+                let user = format!(
+                    "system:serviceaccount:{}:{}",
+                    account.namespace, account.name
+                );
+                config.auth_info.impersonate = Some(user.clone());
+                config.auth_info.impersonate_groups = Some(vec![
+                    "system:serviceaccounts".to_owned(),
+                    format!("system:serviceaccounts:{}", account.namespace),
+                    "system:authenticated".to_owned(),
+                ]);
+                user
+            }
+            None => "the provisioner".to_owned(),
+        };
+        let (client, warnings) =
+            client_recording_warnings(config).map_err(|source| Error::Client(identity, source))?;
+        Ok((Applier::new(client), warnings))
     }
 
     async fn event(
@@ -352,7 +358,7 @@ async fn install<F: BundleFormat>(
         Ok(objects) => objects,
         Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
     };
-    let applier = ctx.applier_for(deployment)?;
+    let (applier, warnings) = ctx.applier_for(deployment)?;
     let request = ApplyRequest {
         owner: deployment.name_any(),
         objects,
@@ -369,6 +375,16 @@ async fn install<F: BundleFormat>(
             });
         }
     };
+    let warnings = warnings.take();
+    for warning in &warnings {
+        ctx.event(
+            deployment,
+            true,
+            "APIWarning",
+            format!("the API server warned: {warning}"),
+        )
+        .await;
+    }
     for (key, reason) in &report.kept {
         ctx.event(
             deployment,
@@ -404,6 +420,7 @@ async fn install<F: BundleFormat>(
         inventory: report.inventory,
         healthy: overall.is_healthy(),
         health_message: overall.message().unwrap_or_default().to_owned(),
+        warnings,
     })
 }
 

@@ -3,6 +3,7 @@
 //! - [`controller`]: the BundleDeployment controller, generic over a [`controller::BundleFormat`];
 //! - [`apply`]: the engine: ordered server-side apply, collisions and CRD safety checked
 //!   before the first write, inventory, prune, and deletion that keeps user data;
+//! - [`warnings`]: API server warnings returned while applying;
 //! - [`subset`]: the drift test that keeps steady-state resyncs free of writes;
 //! - [`manifest`]: parse bundle manifests into objects;
 //! - [`object`]: object identity and the owner labels on everything applied;
@@ -26,3 +27,4 @@ pub mod phase;
 pub mod prune;
 pub mod status;
 pub mod subset;
+pub mod warnings;

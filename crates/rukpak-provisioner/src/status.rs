@@ -57,6 +57,8 @@ pub enum Outcome {
         healthy: bool,
         /// Health summary (which objects are unhealthy and why).
         health_message: String,
+        /// Warnings the API server returned while applying.
+        warnings: Vec<String>,
     },
     /// `spec.paused`: nothing was written.
     Paused,
@@ -166,6 +168,7 @@ pub fn next_status(
             inventory,
             healthy,
             health_message,
+            warnings,
         } => {
             set(
                 TYPE_HAS_VALID_BUNDLE,
@@ -173,11 +176,16 @@ pub fn next_status(
                 UNPACK_SUCCESSFUL,
                 &format!("Successfully unpacked the {bundle} Bundle"),
             );
+            let mut message = format!("Instantiated bundle {bundle} successfully");
+            if !warnings.is_empty() {
+                message.push_str("; the API server warned: ");
+                message.push_str(&warnings.join("; "));
+            }
             set(
                 TYPE_INSTALLED,
                 status::TRUE,
                 INSTALLATION_SUCCEEDED,
-                &format!("Instantiated bundle {bundle} successfully"),
+                &message,
             );
             if *healthy {
                 set(
@@ -232,6 +240,7 @@ mod tests {
             } else {
                 "Deployment ns/web: 0/1 available".into()
             },
+            warnings: Vec::new(),
         }
     }
 
@@ -257,6 +266,25 @@ mod tests {
         );
         assert_eq!(reason(&s, TYPE_INSTALLED), ("True", INSTALLATION_SUCCEEDED));
         assert_eq!(reason(&s, TYPE_HEALTHY), ("True", HEALTHY));
+    }
+
+    #[test]
+    fn api_server_warnings_are_reported_on_the_installed_condition() {
+        let mut outcome = installed("bd-1", true);
+        if let Outcome::Installed { warnings, .. } = &mut outcome {
+            warnings.push("v1beta1 Widget is deprecated".into());
+        }
+        let s = next_status(
+            &BundleDeploymentStatus::default(),
+            &outcome,
+            Some(1),
+            &now(),
+        );
+        let message = &find(&s.conditions, TYPE_INSTALLED).unwrap().message;
+        assert!(
+            message.ends_with("the API server warned: v1beta1 Widget is deprecated"),
+            "{message}"
+        );
     }
 
     #[test]
