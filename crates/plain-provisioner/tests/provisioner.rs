@@ -782,3 +782,70 @@ async fn api_server_warnings_during_apply_are_reported_on_the_status() {
         "{message}"
     );
 }
+
+fn unnamespaced_configmap(name: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  key: v\n")
+}
+
+#[tokio::test]
+async fn a_missing_install_namespace_is_created_and_an_existing_one_is_used_without_being_claimed()
+{
+    let client = setup().await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+
+    let created = unique_name("created");
+    let name = unique_name("mkns");
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({ "installNamespace": created })),
+        &[("a.yaml", unnamespaced_configmap("c"))],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    let ns = namespaces.get(&created).await.unwrap();
+    assert_eq!(
+        ns.labels().get("core.rukpak.io/owner-name"),
+        Some(&name),
+        "created and managed"
+    );
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &created)
+            .get_opt("c")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    let existing = unique_name("existing");
+    let ns: Namespace =
+        serde_json::from_value(json!({ "metadata": { "name": existing } })).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let other = unique_name("usens");
+    deploy(
+        &client,
+        &deployment(&other, "v1", json!({ "installNamespace": existing })),
+        &[("a.yaml", unnamespaced_configmap("c"))],
+    )
+    .await;
+    wait_condition(&client, &other, TYPE_INSTALLED, "True").await;
+    assert!(
+        namespaces
+            .get(&existing)
+            .await
+            .unwrap()
+            .labels()
+            .get("core.rukpak.io/owner-name")
+            .is_none(),
+        "not claimed"
+    );
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &existing)
+            .get_opt("c")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

@@ -354,10 +354,13 @@ async fn install<F: BundleFormat>(
         Ok(files) => files,
         Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
     };
-    let objects = match ctx.format.objects(&files, deployment) {
+    let mut objects = match ctx.format.objects(&files, deployment) {
         Ok(objects) => objects,
         Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
     };
+    if let Some(namespace) = install_namespace_to_manage(ctx, deployment, &objects).await? {
+        objects.insert(0, namespace);
+    }
     let (applier, warnings) = ctx.applier_for(deployment)?;
     let request = ApplyRequest {
         owner: deployment.name_any(),
@@ -422,6 +425,47 @@ async fn install<F: BundleFormat>(
         health_message: overall.message().unwrap_or_default().to_owned(),
         warnings,
     })
+}
+
+/// The Namespace object to add for `spec.installNamespace`: when it is missing, or was
+/// created by this BundleDeployment before, it is managed like the bundle's own objects
+/// (and so removed with them, unless it holds anything else). An existing namespace of
+/// someone else's is used as it is and never claimed.
+async fn install_namespace_to_manage<F: BundleFormat>(
+    ctx: &Context<F>,
+    deployment: &BundleDeployment,
+    objects: &[DynamicObject],
+) -> Result<Option<DynamicObject>, Error> {
+    let Some(name) = deployment.spec.install_namespace.as_deref() else {
+        return Ok(None);
+    };
+    let in_bundle = objects.iter().any(|o| {
+        o.types
+            .as_ref()
+            .is_some_and(|t| t.api_version == "v1" && t.kind == "Namespace")
+            && o.metadata.name.as_deref() == Some(name)
+    });
+    if in_bundle {
+        return Ok(None);
+    }
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(ctx.client.clone());
+    let existing = namespaces
+        .get_opt(name)
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "read",
+            object: format!("Namespace {name}"),
+            source,
+        })?;
+    let ours = existing.as_ref().is_none_or(|ns| {
+        crate::object::owning_bundle_deployment(ns.metadata.labels.as_ref())
+            == Some(deployment.name_any().as_str())
+    });
+    if !ours {
+        return Ok(None);
+    }
+    let namespace = serde_json::json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
+    Ok(serde_json::from_value(namespace).ok())
 }
 
 /// Reads and verifies the Bundle's content; the error is a message for the user.
