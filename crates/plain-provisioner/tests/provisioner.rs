@@ -849,3 +849,63 @@ async fn a_missing_install_namespace_is_created_and_an_existing_one_is_used_with
             .is_some()
     );
 }
+
+#[tokio::test]
+async fn an_unsafe_crd_upgrade_fails_the_pivot_naming_the_crd_and_rule_and_keeps_the_old_objects() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let group = format!("{}.example.com", unique_name("safe"));
+    let name = unique_name("crdsafety");
+    let schema = |properties: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties: {{{properties}}}\n"
+        )
+    };
+    let v1 = schema("size: {type: integer}, color: {type: string}");
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", v1),
+            ("c.yaml", configmap(&ns, "old", "v1")),
+        ],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+
+    // v2 removes the `color` field and drops the ConfigMap.
+    let v2 = schema("size: {type: integer}");
+    deploy(
+        &client,
+        &deployment(&name, "v2", json!({})),
+        &[("a.yaml", namespace(&ns)), ("b.yaml", v2)],
+    )
+    .await;
+    let message = wait_condition(&client, &name, TYPE_INSTALLED, "False").await;
+    assert!(
+        message.contains(&format!("gadgets.{group}")) && message.contains("color"),
+        "{message}"
+    );
+    assert!(
+        message.contains("UpgradeFailed") || message.contains("Failed to upgrade"),
+        "{message}"
+    );
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &ns)
+            .get_opt("old")
+            .await
+            .unwrap()
+            .is_some(),
+        "the old objects stay"
+    );
+    let crd = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(client.clone())
+        .get(&format!("gadgets.{group}"))
+        .await
+        .unwrap();
+    let spec = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    assert!(
+        spec.to_string().contains("color"),
+        "the CRD was not changed"
+    );
+}

@@ -424,6 +424,11 @@ async fn install<F: BundleFormat>(
         healthy: overall.is_healthy(),
         health_message: overall.message().unwrap_or_default().to_owned(),
         warnings,
+        kept: report
+            .kept
+            .iter()
+            .map(|(key, reason)| format!("{key}: {reason}"))
+            .collect(),
     })
 }
 

@@ -59,6 +59,8 @@ pub enum Outcome {
         health_message: String,
         /// Warnings the API server returned while applying.
         warnings: Vec<String>,
+        /// Objects that left the bundle but were kept, with the reason.
+        kept: Vec<String>,
     },
     /// `spec.paused`: nothing was written.
     Paused,
@@ -169,6 +171,7 @@ pub fn next_status(
             healthy,
             health_message,
             warnings,
+            kept,
         } => {
             set(
                 TYPE_HAS_VALID_BUNDLE,
@@ -177,6 +180,10 @@ pub fn next_status(
                 &format!("Successfully unpacked the {bundle} Bundle"),
             );
             let mut message = format!("Instantiated bundle {bundle} successfully");
+            if !kept.is_empty() {
+                message.push_str("; not pruned: ");
+                message.push_str(&kept.join("; "));
+            }
             if !warnings.is_empty() {
                 message.push_str("; the API server warned: ");
                 message.push_str(&warnings.join("; "));
@@ -241,6 +248,7 @@ mod tests {
                 "Deployment ns/web: 0/1 available".into()
             },
             warnings: Vec::new(),
+            kept: Vec::new(),
         }
     }
 
@@ -283,6 +291,27 @@ mod tests {
         let message = &find(&s.conditions, TYPE_INSTALLED).unwrap().message;
         assert!(
             message.ends_with("the API server warned: v1beta1 Widget is deprecated"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn objects_kept_instead_of_pruned_are_named_on_the_installed_condition() {
+        let mut outcome = installed("bd-2", true);
+        if let Outcome::Installed { kept, .. } = &mut outcome {
+            kept.push("CustomResourceDefinition.apiextensions.k8s.io widgets.example.com: CRD still has custom resources".into());
+        }
+        let s = next_status(
+            &BundleDeploymentStatus::default(),
+            &outcome,
+            Some(1),
+            &now(),
+        );
+        let message = &find(&s.conditions, TYPE_INSTALLED).unwrap().message;
+        assert!(
+            message.contains(
+                "not pruned: CustomResourceDefinition.apiextensions.k8s.io widgets.example.com"
+            ),
             "{message}"
         );
     }
