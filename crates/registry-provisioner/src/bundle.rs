@@ -1,0 +1,233 @@
+//! Reading a registry+v1 bundle: `metadata/annotations.yaml` and the documents of
+//! `manifests/`, split into the one ClusterServiceVersion and everything else.
+
+use std::collections::BTreeMap;
+
+use kube::api::DynamicObject;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::ConvertError;
+
+/// The bundle's metadata file.
+pub const ANNOTATIONS_FILE: &str = "metadata/annotations.yaml";
+/// The directory holding the bundle's manifests.
+pub const MANIFESTS_DIR: &str = "manifests/";
+/// Annotation naming the bundle's package.
+pub const PACKAGE_ANNOTATION: &str = "operators.operatorframework.io.bundle.package.v1";
+/// Annotation naming the bundle's format.
+pub const MEDIATYPE_ANNOTATION: &str = "operators.operatorframework.io.bundle.mediatype.v1";
+/// The only mediatype this crate converts.
+pub const REGISTRY_V1: &str = "registry+v1";
+/// Kind of the ClusterServiceVersion.
+pub const CSV_KIND: &str = "ClusterServiceVersion";
+
+/// A parsed registry+v1 bundle.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    /// The package name from `metadata/annotations.yaml`.
+    pub package: String,
+    /// The ClusterServiceVersion.
+    pub csv: Csv,
+    /// File the CSV was read from.
+    pub csv_file: String,
+    /// Every other manifest document, with its file, in file then document order.
+    pub others: Vec<(String, DynamicObject)>,
+}
+
+/// The parts of a ClusterServiceVersion the conversion uses; other fields are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Csv {
+    /// The CSV's metadata.
+    pub metadata: CsvMeta,
+    /// The CSV's spec.
+    pub spec: CsvSpec,
+}
+
+/// Name and annotations of a CSV.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CsvMeta {
+    /// The CSV's name.
+    pub name: String,
+    /// The CSV's annotations.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The spec of a CSV.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CsvSpec {
+    /// Supported and unsupported install modes.
+    #[serde(default)]
+    pub install_modes: Vec<InstallMode>,
+    /// The install strategy.
+    pub install: Install,
+    /// Admission webhooks (rejected when present).
+    #[serde(default)]
+    pub webhookdefinitions: Vec<Value>,
+    /// API services (owned ones are rejected).
+    #[serde(default)]
+    pub apiservicedefinitions: ApiServiceDefinitions,
+}
+
+/// One entry of `spec.installModes`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InstallMode {
+    /// `AllNamespaces`, `OwnNamespace`, `SingleNamespace` or `MultiNamespace`.
+    #[serde(rename = "type")]
+    pub mode: String,
+    /// Whether the operator supports this mode.
+    #[serde(default)]
+    pub supported: bool,
+}
+
+/// `spec.apiservicedefinitions`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ApiServiceDefinitions {
+    /// API services the operator serves.
+    #[serde(default)]
+    pub owned: Vec<Value>,
+}
+
+/// `spec.install`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Install {
+    /// The strategy name; only `deployment` exists.
+    pub strategy: String,
+    /// The strategy's details.
+    #[serde(default)]
+    pub spec: StrategySpec,
+}
+
+/// `spec.install.spec` of the `deployment` strategy.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrategySpec {
+    /// Namespaced permissions, one entry per ServiceAccount.
+    #[serde(default)]
+    pub permissions: Vec<Permission>,
+    /// Cluster permissions, one entry per ServiceAccount.
+    #[serde(default)]
+    pub cluster_permissions: Vec<Permission>,
+    /// The operator's Deployments.
+    #[serde(default)]
+    pub deployments: Vec<DeploymentEntry>,
+}
+
+/// RBAC rules granted to one ServiceAccount.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Permission {
+    /// The ServiceAccount, in the install namespace.
+    pub service_account_name: String,
+    /// The rules, kept verbatim.
+    #[serde(default)]
+    pub rules: Vec<Value>,
+}
+
+/// One Deployment of the install strategy.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeploymentEntry {
+    /// The Deployment's name.
+    pub name: String,
+    /// The Deployment's labels.
+    #[serde(default)]
+    pub label: BTreeMap<String, String>,
+    /// The Deployment's spec, kept verbatim.
+    pub spec: Value,
+}
+
+#[derive(Deserialize)]
+struct AnnotationsFile {
+    annotations: BTreeMap<String, String>,
+}
+
+/// Reads a bundle from its files as `(path, bytes)` pairs, paths relative to the bundle
+/// root (`metadata/annotations.yaml`, `manifests/csv.yaml`). Files elsewhere are ignored.
+pub fn read<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<Bundle, ConvertError> {
+    let mut annotations = None;
+    let mut manifests: Vec<(&str, &[u8])> = Vec::new();
+    for (path, bytes) in files {
+        if path == ANNOTATIONS_FILE {
+            annotations = Some(bytes);
+        } else if path.starts_with(MANIFESTS_DIR) {
+            manifests.push((path, bytes));
+        }
+    }
+    manifests.sort_by(|a, b| a.0.cmp(b.0));
+    let annotations = annotations.ok_or(ConvertError::MissingAnnotationsFile(ANNOTATIONS_FILE))?;
+    let package = read_annotations(annotations)?;
+
+    let mut csv: Option<(String, DynamicObject)> = None;
+    let mut others = Vec::new();
+    for (path, bytes) in manifests {
+        for object in rukpak_provisioner::manifest::parse_documents(path, bytes)? {
+            let is_csv = object
+                .types
+                .as_ref()
+                .is_some_and(|types| types.kind == CSV_KIND);
+            if !is_csv {
+                others.push((path.to_owned(), object));
+                continue;
+            }
+            if let Some((first_file, first)) = &csv {
+                return Err(ConvertError::MultipleCsvs {
+                    first_file: first_file.clone(),
+                    first_name: first.metadata.name.clone().unwrap_or_default(),
+                    second_file: path.to_owned(),
+                    second_name: object.metadata.name.clone().unwrap_or_default(),
+                });
+            }
+            csv = Some((path.to_owned(), object));
+        }
+    }
+    let (csv_file, csv_object) = csv.ok_or(ConvertError::NoCsv)?;
+    let name = csv_object.metadata.name.clone().unwrap_or_default();
+    let value = serde_json::to_value(&csv_object).map_err(|err| ConvertError::InvalidCsv {
+        file: csv_file.clone(),
+        name: name.clone(),
+        message: err.to_string(),
+    })?;
+    let csv: Csv = serde_json::from_value(value).map_err(|err| ConvertError::InvalidCsv {
+        file: csv_file.clone(),
+        name: name.clone(),
+        message: err.to_string(),
+    })?;
+    Ok(Bundle {
+        package,
+        csv,
+        csv_file,
+        others,
+    })
+}
+
+/// Checks the mediatype and returns the package name.
+fn read_annotations(bytes: &[u8]) -> Result<String, ConvertError> {
+    let invalid = |message: String| ConvertError::InvalidAnnotations {
+        file: ANNOTATIONS_FILE.to_owned(),
+        message,
+    };
+    let text = std::str::from_utf8(bytes).map_err(|err| invalid(format!("not UTF-8: {err}")))?;
+    let file: AnnotationsFile =
+        serde_yaml_ng::from_str(text).map_err(|err| invalid(err.to_string()))?;
+    let get = |key: &'static str| {
+        file.annotations
+            .get(key)
+            .cloned()
+            .ok_or(ConvertError::MissingAnnotation {
+                file: ANNOTATIONS_FILE.to_owned(),
+                key,
+            })
+    };
+    let mediatype = get(MEDIATYPE_ANNOTATION)?;
+    if mediatype != REGISTRY_V1 {
+        return Err(ConvertError::UnsupportedMediatype {
+            file: ANNOTATIONS_FILE.to_owned(),
+            found: mediatype,
+        });
+    }
+    get(PACKAGE_ANNOTATION)
+}

@@ -1,0 +1,118 @@
+//! Errors of the registry+v1 conversion.
+
+use rukpak_provisioner::manifest::ManifestError;
+
+/// Why a registry+v1 bundle could not be converted into plain objects.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConvertError {
+    /// `metadata/annotations.yaml` is absent.
+    #[error("failed to read bundle metadata: {0} not found")]
+    MissingAnnotationsFile(&'static str),
+    /// `metadata/annotations.yaml` is not the expected YAML mapping.
+    #[error("failed to parse {file}: {message}")]
+    InvalidAnnotations {
+        /// File inside the bundle.
+        file: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A required annotation is missing from `metadata/annotations.yaml`.
+    #[error("failed to read bundle metadata: {file} has no annotation {key:?}")]
+    MissingAnnotation {
+        /// File inside the bundle.
+        file: String,
+        /// The annotation key.
+        key: &'static str,
+    },
+    /// The bundle's mediatype is not `registry+v1`.
+    #[error(
+        "failed to read bundle metadata: {file} declares mediatype {found:?}, expected \"registry+v1\""
+    )]
+    UnsupportedMediatype {
+        /// File inside the bundle.
+        file: String,
+        /// The declared mediatype.
+        found: String,
+    },
+    /// A manifest document is not a usable object.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// `manifests/` holds no ClusterServiceVersion.
+    #[error(
+        "failed to find a ClusterServiceVersion: no document in manifests/ has kind ClusterServiceVersion"
+    )]
+    NoCsv,
+    /// `manifests/` holds more than one ClusterServiceVersion.
+    #[error(
+        "failed to find a single ClusterServiceVersion: found {first_name:?} in {first_file} and {second_name:?} in {second_file}"
+    )]
+    MultipleCsvs {
+        /// File of the first CSV.
+        first_file: String,
+        /// Name of the first CSV.
+        first_name: String,
+        /// File of the second CSV.
+        second_file: String,
+        /// Name of the second CSV.
+        second_name: String,
+    },
+    /// The ClusterServiceVersion does not have the expected shape.
+    #[error("failed to read ClusterServiceVersion {name:?} in {file}: {message}")]
+    InvalidCsv {
+        /// File inside the bundle.
+        file: String,
+        /// Name of the CSV.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The CSV declares something this converter does not support (webhooks, API services,
+    /// an install strategy other than `deployment`).
+    #[error("failed to convert ClusterServiceVersion {name:?} in {file}: {message}")]
+    UnsupportedCsv {
+        /// File inside the bundle.
+        file: String,
+        /// Name of the CSV.
+        name: String,
+        /// What is not supported.
+        message: String,
+    },
+    /// The deployment's `config` is not the expected shape.
+    #[error("failed to read the deployment config: {0}")]
+    InvalidConfig(String),
+    /// The target namespaces are not allowed by the CSV's install modes.
+    #[error("failed to validate target namespaces: {0}")]
+    InstallMode(String),
+    /// A manifest has a kind that OLM does not allow in bundles.
+    #[error(
+        "failed to convert {file}: bundle contains unsupported resource: Name: {name}, Kind: {kind}"
+    )]
+    UnsupportedKind {
+        /// File inside the bundle.
+        file: String,
+        /// Kind of the object.
+        kind: String,
+        /// Name of the object.
+        name: String,
+    },
+    /// A generated object could not be built (a bug, or a value of the wrong shape in the CSV).
+    #[error("failed to build {what}: {message}")]
+    Build {
+        /// The object being built (kind/name).
+        what: String,
+        /// The serializer's message.
+        message: String,
+    },
+    /// A v1beta1 CustomResourceDefinition could not be converted to v1.
+    #[error(
+        "failed to convert CustomResourceDefinition {name:?} in {file} to apiextensions.k8s.io/v1: {message}"
+    )]
+    CrdConversion {
+        /// File inside the bundle.
+        file: String,
+        /// Name of the CRD.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,133 @@
+//! Install namespace and target namespaces: defaults and validation against the CSV's
+//! `spec.installModes`, following operator-controller's registry+v1 rules:
+//!
+//! - `[""]` (all namespaces) needs AllNamespaces;
+//! - one namespace needs SingleNamespace, or OwnNamespace when it is the install namespace;
+//! - several namespaces need MultiNamespace, may not include `""`, and need OwnNamespace when
+//!   they include the install namespace.
+//!
+//! Messages follow upstream's, e.g. `supported install modes [AllNamespaces OwnNamespace] do
+//! not support target namespaces [a b]`.
+
+use std::collections::BTreeSet;
+
+use crate::bundle::Bundle;
+use crate::error::ConvertError;
+
+/// Install mode: the operator watches every namespace (target namespaces `[""]`).
+pub const ALL_NAMESPACES: &str = "AllNamespaces";
+/// Install mode: the operator watches only the namespace it is installed in.
+pub const OWN_NAMESPACE: &str = "OwnNamespace";
+/// Install mode: the operator watches one namespace other than its own.
+pub const SINGLE_NAMESPACE: &str = "SingleNamespace";
+/// Install mode: the operator watches several namespaces.
+pub const MULTI_NAMESPACE: &str = "MultiNamespace";
+
+/// CSV annotation suggesting an install namespace.
+pub const SUGGESTED_NAMESPACE_ANNOTATION: &str = "operatorframework.io/suggested-namespace";
+
+/// The install namespace: `explicit` when given, else the CSV's
+/// `operatorframework.io/suggested-namespace` annotation, else `<package>-system`.
+pub fn install_namespace(bundle: &Bundle, explicit: Option<&str>) -> String {
+    if let Some(namespace) = explicit.filter(|ns| !ns.is_empty()) {
+        return namespace.to_owned();
+    }
+    if let Some(suggested) = bundle
+        .csv
+        .metadata
+        .annotations
+        .get(SUGGESTED_NAMESPACE_ANNOTATION)
+        .filter(|ns| !ns.is_empty())
+    {
+        return suggested.clone();
+    }
+    format!("{}-system", bundle.package)
+}
+
+/// The supported install modes of the CSV, sorted.
+pub fn supported_modes(bundle: &Bundle) -> BTreeSet<String> {
+    bundle
+        .csv
+        .spec
+        .install_modes
+        .iter()
+        .filter(|mode| mode.supported)
+        .map(|mode| mode.mode.clone())
+        .collect()
+}
+
+/// The target namespaces, sorted and deduplicated, after defaulting and validation.
+///
+/// With none requested the default is `[""]` (all namespaces) when AllNamespaces is
+/// supported, else `[install_namespace]` when OwnNamespace is. `[""]` means all namespaces.
+pub fn target_namespaces(
+    supported: &BTreeSet<String>,
+    install_namespace: &str,
+    requested: &[String],
+) -> Result<Vec<String>, ConvertError> {
+    let mut targets: Vec<String> = requested.to_vec();
+    if targets.is_empty() {
+        if supported.contains(ALL_NAMESPACES) {
+            targets.push(String::new());
+        } else if supported.contains(OWN_NAMESPACE) {
+            targets.push(install_namespace.to_owned());
+        }
+    }
+    targets.sort();
+    targets.dedup();
+    validate(supported, install_namespace, &targets)?;
+    Ok(targets)
+}
+
+fn validate(
+    supported: &BTreeSet<String>,
+    install_namespace: &str,
+    targets: &[String],
+) -> Result<(), ConvertError> {
+    let modes: Vec<&str> = supported.iter().map(String::as_str).collect();
+    let modes = format!("[{}]", modes.join(" "));
+    let fail = |message: String| Err(ConvertError::InstallMode(message));
+    match targets {
+        [] => {
+            if supported.contains(ALL_NAMESPACES) {
+                return Ok(());
+            }
+            return fail(format!(
+                "supported install modes {modes} do not support targeting all namespaces"
+            ));
+        }
+        [only] if only.is_empty() => {
+            if supported.contains(ALL_NAMESPACES) {
+                return Ok(());
+            }
+            return fail(format!(
+                "supported install modes {modes} do not support targeting all namespaces"
+            ));
+        }
+        [only] => {
+            // As upstream: SingleNamespace accepts any one namespace, the install namespace
+            // included; OwnNamespace accepts only the install namespace.
+            if supported.contains(SINGLE_NAMESPACE)
+                || (supported.contains(OWN_NAMESPACE) && only == install_namespace)
+            {
+                return Ok(());
+            }
+        }
+        several => {
+            let has_all = several.iter().any(String::is_empty);
+            let has_own = several.iter().any(|ns| ns == install_namespace);
+            if has_own && !supported.contains(OWN_NAMESPACE) {
+                return fail(format!(
+                    "supported install modes {modes} do not support targeting own namespace"
+                ));
+            }
+            if supported.contains(MULTI_NAMESPACE) && !has_all {
+                return Ok(());
+            }
+        }
+    }
+    fail(format!(
+        "supported install modes {modes} do not support target namespaces [{}]",
+        targets.join(" ")
+    ))
+}

@@ -1,0 +1,175 @@
+//! The registry+v1 provisioner: converts OLM operator bundles (a ClusterServiceVersion,
+//! CRDs and other manifests under `manifests/`, `metadata/annotations.yaml`) into plain
+//! Kubernetes objects, without a cluster, for the shared apply engine (`rukpak-provisioner`).
+//!
+//! The conversion follows operator-controller's registry+v1 rules (see
+//! [`objects`] for the output order and naming scheme, [`install_modes`] for namespaces).
+
+pub mod bundle;
+pub mod crd;
+pub mod error;
+pub mod install_modes;
+pub mod objects;
+
+use kube::api::DynamicObject;
+use rukpak_api::BundleDeployment;
+use rukpak_provisioner::controller::BundleFormat;
+
+pub use error::ConvertError;
+
+/// The provisioner id of registry+v1 bundles.
+pub const PROVISIONER_ID: &str = rukpak_api::REGISTRY_PROVISIONER_CLASS;
+
+/// The key of a BundleDeployment's `spec.config` listing the target namespaces.
+pub const TARGET_NAMESPACES_CONFIG: &str = "targetNamespaces";
+
+/// The key of a BundleDeployment's `spec.config` naming the install namespace, used when
+/// `spec.installNamespace` is not set.
+pub const INSTALL_NAMESPACE_CONFIG: &str = "installNamespace";
+
+/// How to convert a bundle.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The install namespace; when `None`, the CSV's suggested namespace or
+    /// `<package>-system`.
+    pub install_namespace: Option<String>,
+    /// The namespaces the operator watches; empty for the default (all namespaces when
+    /// supported, else its own namespace). `""` stands for all namespaces.
+    pub target_namespaces: Vec<String>,
+}
+
+impl Options {
+    /// Options from a BundleDeployment: `spec.installNamespace` (else
+    /// `spec.config.installNamespace`) and `spec.config.targetNamespaces` (a list of strings).
+    pub fn from_deployment(deployment: &BundleDeployment) -> Result<Self, ConvertError> {
+        let mut install_namespace = deployment.spec.install_namespace.clone();
+        let mut target_namespaces = Vec::new();
+        if let Some(config) = &deployment.spec.config {
+            if !config.is_object() {
+                return Err(ConvertError::InvalidConfig(
+                    "spec.config must be an object".to_owned(),
+                ));
+            }
+            if let Some(value) = config.get(TARGET_NAMESPACES_CONFIG) {
+                target_namespaces = serde_json::from_value(value.clone()).map_err(|err| {
+                    ConvertError::InvalidConfig(format!(
+                        "spec.config.{TARGET_NAMESPACES_CONFIG} must be a list of strings: {err}"
+                    ))
+                })?;
+            }
+            if install_namespace.is_none()
+                && let Some(value) = config.get(INSTALL_NAMESPACE_CONFIG)
+            {
+                let namespace = value.as_str().ok_or_else(|| {
+                    ConvertError::InvalidConfig(format!(
+                        "spec.config.{INSTALL_NAMESPACE_CONFIG} must be a string"
+                    ))
+                })?;
+                install_namespace = Some(namespace.to_owned());
+            }
+        }
+        Ok(Self {
+            install_namespace,
+            target_namespaces,
+        })
+    }
+}
+
+/// Converts a registry+v1 bundle given as `(path, bytes)` pairs (paths relative to the
+/// bundle root) into plain objects, in a deterministic order.
+pub fn convert<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    options: &Options,
+) -> Result<Vec<DynamicObject>, ConvertError> {
+    let bundle = bundle::read(files)?;
+    let namespace = install_modes::install_namespace(&bundle, options.install_namespace.as_deref());
+    let supported = install_modes::supported_modes(&bundle);
+    let targets =
+        install_modes::target_namespaces(&supported, &namespace, &options.target_namespaces)?;
+    objects::generate(&bundle, &namespace, &targets)
+}
+
+/// The registry+v1 format: the bundle is converted into plain objects.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RegistryFormat;
+
+impl BundleFormat for RegistryFormat {
+    fn provisioner_id(&self) -> &'static str {
+        PROVISIONER_ID
+    }
+
+    fn objects(
+        &self,
+        files: &content::FileMap,
+        deployment: &BundleDeployment,
+    ) -> Result<Vec<DynamicObject>, String> {
+        let options = Options::from_deployment(deployment).map_err(|err| err.to_string())?;
+        convert(
+            files.iter().map(|(path, bytes)| (path, bytes.as_ref())),
+            &options,
+        )
+        .map_err(|err| err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(install_namespace: Option<&str>, config: serde_json::Value) -> BundleDeployment {
+        let mut spec = json!({
+            "provisionerClassName": PROVISIONER_ID,
+            "template": {"spec": {
+                "provisionerClassName": PROVISIONER_ID,
+                "source": {"type": "image", "image": {"ref": "quay.io/example/bundle:v1"}},
+            }},
+            "config": config,
+        });
+        if let Some(namespace) = install_namespace {
+            spec["installNamespace"] = json!(namespace);
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "core.rukpak.io/v1alpha1",
+            "kind": "BundleDeployment",
+            "metadata": {"name": "memcached"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn options_read_install_namespace_and_target_namespaces_from_the_deployment() {
+        let options = Options::from_deployment(&deployment(
+            Some("ops"),
+            json!({"targetNamespaces": ["a", "b"]}),
+        ))
+        .unwrap();
+        assert_eq!(options.install_namespace.as_deref(), Some("ops"));
+        assert_eq!(options.target_namespaces, ["a", "b"]);
+    }
+
+    #[test]
+    fn spec_install_namespace_wins_over_the_config_one() {
+        let config = json!({"installNamespace": "from-config"});
+        let explicit = Options::from_deployment(&deployment(Some("ops"), config.clone())).unwrap();
+        assert_eq!(explicit.install_namespace.as_deref(), Some("ops"));
+        let fallback = Options::from_deployment(&deployment(None, config)).unwrap();
+        assert_eq!(fallback.install_namespace.as_deref(), Some("from-config"));
+        assert!(fallback.target_namespaces.is_empty());
+    }
+
+    #[test]
+    fn target_namespaces_that_are_not_a_list_of_strings_are_rejected() {
+        let err = Options::from_deployment(&deployment(None, json!({"targetNamespaces": "a"})))
+            .unwrap_err();
+        assert!(err.to_string().starts_with(
+            "failed to read the deployment config: spec.config.targetNamespaces must be a list of strings"
+        ), "{err}");
+    }
+
+    #[test]
+    fn the_format_serves_the_registry_provisioner_class() {
+        assert_eq!(RegistryFormat.provisioner_id(), "core-rukpak-io-registry");
+    }
+}
