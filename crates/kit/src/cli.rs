@@ -9,16 +9,17 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// How to reach the Kubernetes API server.
+/// How to reach the Kubernetes API server. Client and telemetry flags are global: they
+/// may be given before or after a subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct ClientArgs {
     /// Path to a kubeconfig file. Without it: $KUBECONFIG, then ~/.kube/config, then the
     /// in-cluster service account.
-    #[arg(long, env = "KUBECONFIG")]
+    #[arg(long, env = "KUBECONFIG", global = true)]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use instead of its current context.
-    #[arg(long, env = "KUBE_CONTEXT")]
+    #[arg(long, env = "KUBE_CONTEXT", global = true)]
     pub context: Option<String>,
 }
 
@@ -101,11 +102,11 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct TelemetryArgs {
     /// Log format.
-    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Plain)]
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Plain, global = true)]
     pub log_format: LogFormat,
 
     /// Log filter in tracing's EnvFilter syntax, e.g. `info` or `info,kube=debug`.
-    #[arg(long, env = "LOG_LEVEL", default_value = "info")]
+    #[arg(long, env = "LOG_LEVEL", default_value = "info", global = true)]
     pub log_level: String,
 }
 

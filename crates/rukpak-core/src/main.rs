@@ -156,3 +156,26 @@ async fn run(
     let _ = server.task.await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn shared_flags_work_before_and_after_the_subcommand() {
+        for argv in [
+            ["rukpak-core", "--log-level", "warn", "run"],
+            ["rukpak-core", "run", "--log-level", "warn"],
+        ] {
+            let args = Args::try_parse_from(argv).unwrap();
+            assert_eq!(args.telemetry.log_level, "warn");
+            assert!(matches!(args.command, Command::Run { .. }));
+        }
+    }
+}

@@ -19,7 +19,7 @@ use crate::crd_safety;
 use crate::object::{ObjectKey, owner_labels, owning_bundle_deployment};
 use crate::phase::{Phase, phase_of, sort_for_apply};
 use crate::prune::{PRUNE_ANNOTATION, PRUNE_DISABLED, stale};
-use crate::subset::is_subset;
+use crate::subset::{as_stored, is_subset};
 
 /// How long to wait for a CRD of the bundle to become Established.
 const CRD_ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -684,7 +684,7 @@ fn needs_write(item: &Resolved, live: Option<&DynamicObject>) -> bool {
         serde_json::to_value(&item.object),
         serde_json::to_value(live),
     ) {
-        (Ok(desired), Ok(live)) => !is_subset(&desired, &live),
+        (Ok(desired), Ok(live)) => !is_subset(&as_stored(&desired), &live),
         _ => true,
     }
 }

@@ -7,7 +7,41 @@
 //! (e.g. `cpu: 1000m` stored as `1`) read as drift and cost one idempotent patch; that is
 //! the safe direction to err in.
 
+use base64::Engine;
 use serde_json::Value;
+
+/// The form of `desired` the API server stores, for comparison: a Secret's write-only
+/// `stringData` is stored base64-encoded under `data` (and never read back), so comparing
+/// it as written would report drift on every resync.
+pub fn as_stored(desired: &Value) -> Value {
+    let is_secret = desired.get("kind").and_then(Value::as_str) == Some("Secret")
+        && desired.get("apiVersion").and_then(Value::as_str) == Some("v1");
+    let Some(string_data) = desired
+        .get("stringData")
+        .and_then(Value::as_object)
+        .filter(|_| is_secret)
+    else {
+        return desired.clone();
+    };
+    let mut stored = desired.clone();
+    if let Some(object) = stored.as_object_mut() {
+        object.remove("stringData");
+        let data = object
+            .entry("data")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(data) = data.as_object_mut() {
+            for (key, value) in string_data {
+                let text = value.as_str().unwrap_or_default();
+                // stringData wins over data for the same key, as on the server.
+                data.insert(
+                    key.clone(),
+                    Value::String(base64::engine::general_purpose::STANDARD.encode(text)),
+                );
+            }
+        }
+    }
+    stored
+}
 
 /// Whether every field of `desired` is present in `live` with the same value; arrays must
 /// have the same length, with each desired item a subset of the live item at its index.
@@ -63,6 +97,28 @@ mod tests {
             &desired,
             &json!({"rules": [{"verbs": ["get", "list"]}]})
         ));
+    }
+
+    #[test]
+    fn secret_string_data_compares_as_the_stored_base64_data() {
+        let desired = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"token": "abc"}, "data": {"other": "eHl6"}});
+        let live = json!({"apiVersion": "v1", "kind": "Secret", "data": {"token": "YWJj", "other": "eHl6"}, "type": "Opaque"});
+        assert!(
+            !is_subset(&desired, &live),
+            "as written, stringData never matches"
+        );
+        assert!(is_subset(&as_stored(&desired), &live));
+        let changed = json!({"apiVersion": "v1", "kind": "Secret", "data": {"token": "Y2hhbmdlZA==", "other": "eHl6"}});
+        assert!(
+            !is_subset(&as_stored(&desired), &changed),
+            "a changed value is still drift"
+        );
+        let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap", "stringData": {"a": "b"}});
+        assert_eq!(
+            as_stored(&config_map),
+            config_map,
+            "only Secrets are rewritten"
+        );
     }
 
     #[test]
