@@ -45,26 +45,23 @@ async fn setup() -> Client {
             .create(&PostParams::default(), &ns)
             .await;
         if STARTED.set(()).is_ok() {
-            std::thread::spawn(|| {
-                let runtime = tokio::runtime::Runtime::new().unwrap();
-                runtime.block_on(async {
-                    let client = Client::try_default().await.unwrap();
-                    let metrics = Metrics::register(&prometheus::Registry::new()).unwrap();
-                    let settings = Settings {
-                        system_namespace: system_namespace().to_owned(),
-                        default_poll_interval: Duration::from_secs(600),
-                        unpack: content::UnpackOptions::default(),
-                    };
-                    controller::run(
-                        client,
-                        settings,
-                        metrics,
-                        ServedCatalogs::default(),
-                        readiness(),
-                        tokio_util::sync::CancellationToken::new(),
-                    )
-                    .await;
-                });
+            testkit::spawn_background(move || async move {
+                let client = Client::try_default().await.unwrap();
+                let metrics = Metrics::register(&prometheus::Registry::new()).unwrap();
+                let settings = Settings {
+                    system_namespace: system_namespace().to_owned(),
+                    default_poll_interval: Duration::from_secs(600),
+                    unpack: content::UnpackOptions::default(),
+                };
+                controller::run(
+                    client,
+                    settings,
+                    metrics,
+                    ServedCatalogs::default(),
+                    readiness(),
+                    tokio_util::sync::CancellationToken::new(),
+                )
+                .await;
             });
         }
     }
@@ -660,26 +657,23 @@ async fn a_restarted_controller_serves_a_catalog_from_the_content_store_without_
     let instance = {
         let served = served.clone();
         let shutdown = shutdown.clone();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Runtime::new().unwrap();
-            runtime.block_on(async {
-                let client = Client::try_default().await.unwrap();
-                let metrics = Metrics::register(&prometheus::Registry::new()).unwrap();
-                let settings = Settings {
-                    system_namespace: system_namespace().to_owned(),
-                    default_poll_interval: Duration::from_secs(600),
-                    unpack: content::UnpackOptions::default(),
-                };
-                controller::run(
-                    client,
-                    settings,
-                    metrics,
-                    served,
-                    &kit::admin::Readiness::default(),
-                    shutdown,
-                )
-                .await;
-            });
+        testkit::spawn_background(move || async move {
+            let client = Client::try_default().await.unwrap();
+            let metrics = Metrics::register(&prometheus::Registry::new()).unwrap();
+            let settings = Settings {
+                system_namespace: system_namespace().to_owned(),
+                default_poll_interval: Duration::from_secs(600),
+                unpack: content::UnpackOptions::default(),
+            };
+            controller::run(
+                client,
+                settings,
+                metrics,
+                served,
+                &kit::admin::Readiness::default(),
+                shutdown,
+            )
+            .await;
         })
     };
     let index = wait_for(

@@ -43,33 +43,29 @@ async fn setup() -> Client {
             .create(&PostParams::default(), &ns)
             .await;
         if STARTED.set(()).is_ok() {
-            std::thread::spawn(|| {
-                let runtime = tokio::runtime::Runtime::new().unwrap();
-                runtime.block_on(async {
-                    let config = kube::Config::infer().await.unwrap();
-                    let client = Client::try_from(config.clone()).unwrap();
-                    let registry = prometheus::Registry::new();
-                    let metrics =
-                        ReconcileMetrics::register(&registry, "plain_provisioner_test").unwrap();
-                    let shutdown = tokio_util::sync::CancellationToken::new();
-                    let (drift, requests) = DriftWatches::new(client.clone(), shutdown.clone());
-                    let settings = Settings {
-                        system_namespace: system_namespace().to_owned(),
-                        resync: Duration::from_secs(30),
-                        limits: content::Limits::default(),
-                        selector: Some(format!("olmv1-test={}", system_namespace())),
-                    };
-                    let ctx = Arc::new(Context::new(
-                        client,
-                        config,
-                        PlainFormat,
-                        settings,
-                        metrics,
-                        drift,
-                    ));
-                    controller::run(ctx, requests, &kit::admin::Readiness::default(), shutdown)
-                        .await;
-                });
+            testkit::spawn_background(move || async move {
+                let config = kube::Config::infer().await.unwrap();
+                let client = Client::try_from(config.clone()).unwrap();
+                let registry = prometheus::Registry::new();
+                let metrics =
+                    ReconcileMetrics::register(&registry, "plain_provisioner_test").unwrap();
+                let shutdown = tokio_util::sync::CancellationToken::new();
+                let (drift, requests) = DriftWatches::new(client.clone(), shutdown.clone());
+                let settings = Settings {
+                    system_namespace: system_namespace().to_owned(),
+                    resync: Duration::from_secs(30),
+                    limits: content::Limits::default(),
+                    selector: Some(format!("olmv1-test={}", system_namespace())),
+                };
+                let ctx = Arc::new(Context::new(
+                    client,
+                    config,
+                    PlainFormat,
+                    settings,
+                    metrics,
+                    drift,
+                ));
+                controller::run(ctx, requests, &kit::admin::Readiness::default(), shutdown).await;
             });
         }
     }

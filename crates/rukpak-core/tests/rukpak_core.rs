@@ -46,34 +46,30 @@ async fn setup() -> Client {
             .create(&PostParams::default(), &ns)
             .await;
         if STARTED.set(()).is_ok() {
-            std::thread::spawn(|| {
-                let runtime = tokio::runtime::Runtime::new().unwrap();
-                runtime.block_on(async {
-                    let client = Client::try_default().await.unwrap();
-                    let registry = prometheus::Registry::new();
-                    let reconciles =
-                        ReconcileMetrics::register(&registry, "rukpak_core_test").unwrap();
-                    let unpacks = bundle::UnpackMetrics::register(&registry).unwrap();
-                    let readiness = kit::admin::Readiness::default();
-                    let token = tokio_util::sync::CancellationToken::new();
-                    let bundles = Arc::new(bundle::Context::new(
-                        client.clone(),
-                        system_namespace(),
-                        content::source::UnpackOptions::default(),
-                        reconciles.clone(),
-                        unpacks,
-                        Some(test_selector()),
-                    ));
-                    let deployments = Arc::new(templating::Context::new(
-                        client,
-                        reconciles,
-                        Some(test_selector()),
-                    ));
-                    tokio::join!(
-                        bundle::run(bundles, &readiness, token.clone()),
-                        templating::run(deployments, &readiness, token)
-                    );
-                });
+            testkit::spawn_background(move || async move {
+                let client = Client::try_default().await.unwrap();
+                let registry = prometheus::Registry::new();
+                let reconciles = ReconcileMetrics::register(&registry, "rukpak_core_test").unwrap();
+                let unpacks = bundle::UnpackMetrics::register(&registry).unwrap();
+                let readiness = kit::admin::Readiness::default();
+                let token = tokio_util::sync::CancellationToken::new();
+                let bundles = Arc::new(bundle::Context::new(
+                    client.clone(),
+                    system_namespace(),
+                    content::source::UnpackOptions::default(),
+                    reconciles.clone(),
+                    unpacks,
+                    Some(test_selector()),
+                ));
+                let deployments = Arc::new(templating::Context::new(
+                    client,
+                    reconciles,
+                    Some(test_selector()),
+                ));
+                tokio::join!(
+                    bundle::run(bundles, &readiness, token.clone()),
+                    templating::run(deployments, &readiness, token)
+                );
             });
         }
     }
@@ -229,14 +225,9 @@ async fn serve(body: Vec<u8>) -> String {
             async move { body }
         }),
     );
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(async move {
-                let listener =
-                    tokio::net::TcpListener::from_std(listener.into_std().unwrap()).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
+    testkit::spawn_background(move || async move {
+        let listener = tokio::net::TcpListener::from_std(listener.into_std().unwrap()).unwrap();
+        axum::serve(listener, app).await.unwrap();
     });
     format!("http://{address}")
 }
@@ -594,14 +585,9 @@ async fn serve_slowly(body: Vec<u8>, seconds: u64) -> String {
         }
     };
     let app = axum::Router::new().route("/bundle.tgz", axum::routing::get(handler));
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(async move {
-                let listener =
-                    tokio::net::TcpListener::from_std(listener.into_std().unwrap()).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
+    testkit::spawn_background(move || async move {
+        let listener = tokio::net::TcpListener::from_std(listener.into_std().unwrap()).unwrap();
+        axum::serve(listener, app).await.unwrap();
     });
     format!("http://{address}")
 }

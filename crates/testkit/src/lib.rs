@@ -118,6 +118,21 @@ where
     }
 }
 
+/// Runs `task` on a thread with a Tokio runtime of its own, for the rest of the test
+/// process. Each `#[tokio::test]` has its own runtime, which ends with the test; controllers
+/// and servers shared by several tests must live on one that does not. Join the returned
+/// handle to wait for a task that ends.
+pub fn spawn_background<F, Fut>(task: F) -> std::thread::JoinHandle<()>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("failed to start a background runtime");
+        runtime.block_on(task());
+    })
+}
+
 /// A path relative to the workspace root (e.g. `deploy/crds`).
 pub fn workspace_path(relative: impl AsRef<Path>) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
