@@ -29,6 +29,11 @@ pub(crate) struct RunArgs {
     /// set `pollInterval` (e.g. `10m`). Images named by digest are never fetched again.
     #[arg(long, env = "POLL_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     poll_interval: Duration,
+
+    /// Only handle Catalogs and ActiveResolutions matching this label selector (for
+    /// sharding, or several instances on one cluster).
+    #[arg(long, env = "WATCH_SELECTOR")]
+    watch_selector: Option<String>,
 }
 
 impl RunArgs {
@@ -71,6 +76,7 @@ impl RunArgs {
             system_namespace: self.system_namespace.clone(),
             default_poll_interval: self.poll_interval,
             unpack: content::UnpackOptions::default(),
+            selector: self.watch_selector.clone(),
         };
         let readiness = admin.readiness.clone();
         kit::leader::run_controllers(

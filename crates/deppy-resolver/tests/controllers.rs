@@ -52,6 +52,7 @@ async fn setup() -> Client {
                     system_namespace: system_namespace().to_owned(),
                     default_poll_interval: Duration::from_secs(600),
                     unpack: content::UnpackOptions::default(),
+                    selector: None,
                 };
                 controller::run(
                     client,
@@ -664,6 +665,7 @@ async fn a_restarted_controller_serves_a_catalog_from_the_content_store_without_
                 system_namespace: system_namespace().to_owned(),
                 default_poll_interval: Duration::from_secs(600),
                 unpack: content::UnpackOptions::default(),
+                selector: None,
             };
             controller::run(
                 client,

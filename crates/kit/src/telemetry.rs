@@ -33,7 +33,12 @@ pub fn init(args: &TelemetryArgs) -> Result<(), TelemetryError> {
     let registry = tracing_subscriber::registry().with(filter);
     let result = match args.log_format {
         LogFormat::Plain => registry
-            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    // Colours only for a person at a terminal, not in log files.
+                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                    .with_writer(std::io::stderr),
+            )
             .try_init(),
         LogFormat::Json => registry
             .with(

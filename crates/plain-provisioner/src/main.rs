@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use kit::admin::Admin;
 use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
 use kit::metrics::ReconcileMetrics;
@@ -16,6 +16,19 @@ use rukpak_provisioner::drift::DriftWatches;
 /// Installs plain+v0 bundles (a flat manifests/ directory of Kubernetes objects).
 #[derive(Debug, Parser)]
 #[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the provisioner for BundleDeployments of the plain class.
+    Run(Box<Args>),
+}
+
+/// Options of `plain-provisioner run`.
+#[derive(Debug, clap::Args)]
 struct Args {
     #[command(flatten)]
     client: ClientArgs,
@@ -42,7 +55,8 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let Command::Run(args) = Cli::parse().command;
+    let args = *args;
     if let Err(err) = kit::telemetry::init(&args.telemetry) {
         eprintln!(
             "plain-provisioner: {}",

@@ -8,7 +8,9 @@
 //! errors.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod examples;
 pub mod servers;
+pub mod stack;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

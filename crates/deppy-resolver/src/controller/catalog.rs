@@ -93,7 +93,7 @@ pub(super) async fn run(
     // deleted Catalog is noticed by watching for deletions.
     let deletions = watcher(
         Api::<Catalog>::all(ctx.client.clone()),
-        watcher::Config::default(),
+        kit::watch::config(ctx.settings.selector.as_deref()),
     )
     .default_backoff()
     .for_each(|event| {

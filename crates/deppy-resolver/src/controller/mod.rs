@@ -39,6 +39,9 @@ pub struct Settings {
     pub default_poll_interval: Duration,
     /// Limits for unpacking and reading catalog content.
     pub unpack: content::UnpackOptions,
+    /// Only Catalogs and ActiveResolutions matching this label selector are handled (for
+    /// sharding, or several instances on one cluster); `None` handles all.
+    pub selector: Option<String>,
 }
 
 /// The prefix of every metric of this binary.
@@ -253,6 +256,7 @@ pub async fn run(
     });
     let (catalogs, catalog_store, catalogs_synced) = synced_watch(
         Api::<deppy_api::Catalog>::all(ctx.client.clone()),
+        ctx.settings.selector.as_deref(),
         readiness,
         "watch:catalogs",
     );
@@ -260,6 +264,7 @@ pub async fn run(
     // runs.
     let resolutions = synced_watch(
         Api::<deppy_api::ActiveResolution>::all(ctx.client.clone()),
+        ctx.settings.selector.as_deref(),
         readiness,
         "watch:activeresolutions",
     );
@@ -334,6 +339,7 @@ async fn catalogs_loaded(
 /// itself waits on the same store for every request, so the gate's waiter is never woken.
 fn synced_watch<K>(
     api: Api<K>,
+    selector: Option<&str>,
     readiness: &Readiness,
     name: &str,
 ) -> (
@@ -353,7 +359,7 @@ where
     let mut gate = Some(readiness.register(name));
     let (synced_tx, synced) = tokio::sync::watch::channel(false);
     let (reader, writer) = reflector::store();
-    let stream = reflector(writer, watcher(api, watcher::Config::default()))
+    let stream = reflector(writer, watcher(api, kit::watch::config(selector)))
         .map(move |event| {
             // After the reflector: the cache holds the initial list when this is seen.
             if let Ok(watcher::Event::InitDone) = &event

@@ -1,0 +1,374 @@
+//! The project's controllers, run as child processes of a test against the test cluster.
+//!
+//! Full-stack tests (activator, platform operators, e2e) need every controller running.
+//! They run the real binaries, built by cargo into the target directory, so what is tested
+//! is what ships: flags, startup, readiness, shutdown. Each test process gets a stack of
+//! its own, isolated from the rest of the shared cluster by
+//!
+//! - its own system namespaces (content store, ResolveSet ConfigMaps, leases), and
+//! - a label selector `olmv1-test=<id>`: the controllers only see objects carrying that
+//!   label, so tests must put [`Stack::labels`] on every top-level object they create (and
+//!   the controllers copy labels down the chain they create).
+//!
+//! Each binary runs under a small shell watchdog that stops it when the test process goes
+//! away, so no controller outlives the test run (a test binary exits without running
+//! destructors of statics).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::PostParams;
+use tokio::sync::OnceCell;
+
+use crate::servers::free_port;
+use crate::{apply_dir, client, install_crds, unique_name};
+
+/// The label key the stack's controllers select on.
+pub const LABEL: &str = "olmv1-test";
+
+/// How long a controller may take to report ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// One of the project's controller binaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Component {
+    /// `deppy-resolver run`: Catalogs and ActiveResolutions.
+    DeppyResolver,
+    /// `rukpak-core run`: Bundle unpacking and BundleDeployment pivots.
+    RukpakCore,
+    /// `plain-provisioner run`: plain+v0 bundles.
+    PlainProvisioner,
+    /// `registry-provisioner run`: registry+v1 bundles.
+    RegistryProvisioner,
+    /// `resolution-activator run`: ResolveSets and wrapper BundleDeployments.
+    ResolutionActivator,
+    /// `platform-operators run`: PlatformOperators and the aggregated ClusterOperator.
+    PlatformOperators,
+}
+
+impl Component {
+    /// Every component, in the order the flow uses them.
+    pub const ALL: [Component; 6] = [
+        Component::DeppyResolver,
+        Component::RukpakCore,
+        Component::PlainProvisioner,
+        Component::RegistryProvisioner,
+        Component::ResolutionActivator,
+        Component::PlatformOperators,
+    ];
+
+    /// The binary's name.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Component::DeppyResolver => "deppy-resolver",
+            Component::RukpakCore => "rukpak-core",
+            Component::PlainProvisioner => "plain-provisioner",
+            Component::RegistryProvisioner => "registry-provisioner",
+            Component::ResolutionActivator => "resolution-activator",
+            Component::PlatformOperators => "platform-operators",
+        }
+    }
+
+    /// The arguments after the binary: `run`, the namespaces it needs and the selector.
+    fn args(self, stack: &Stack, admin: &str) -> Vec<String> {
+        let mut args = vec![
+            "run".to_owned(),
+            "--watch-selector".to_owned(),
+            stack.selector(),
+            "--admin-address".to_owned(),
+            admin.to_owned(),
+            "--system-namespace".to_owned(),
+        ];
+        match self {
+            Component::DeppyResolver => args.push(stack.deppy_namespace.clone()),
+            Component::RukpakCore => args.push(stack.rukpak_namespace.clone()),
+            Component::PlainProvisioner | Component::RegistryProvisioner => {
+                args.push(stack.rukpak_namespace.clone());
+                // Drift the watches miss is found within a test's patience.
+                args.extend(["--resync".to_owned(), "30s".to_owned()]);
+            }
+            Component::ResolutionActivator => {
+                args.push(stack.rukpak_namespace.clone());
+                args.extend([
+                    "--catalog-namespace".to_owned(),
+                    stack.deppy_namespace.clone(),
+                ]);
+            }
+            Component::PlatformOperators => args.push(stack.platform_namespace.clone()),
+        }
+        args
+    }
+}
+
+/// A running process and where its admin server listens.
+struct Running {
+    watchdog: Child,
+    admin: String,
+}
+
+/// Controllers running for one test process; see the module docs.
+pub struct Stack {
+    /// The value of the [`LABEL`] every object of this stack carries.
+    pub id: String,
+    /// RukPak's system namespace: content store, ResolveSet ConfigMaps, leases.
+    pub rukpak_namespace: String,
+    /// Deppy's system namespace: Catalog content.
+    pub deppy_namespace: String,
+    /// Platform Operators' system namespace.
+    pub platform_namespace: String,
+    /// `RELEASE_VERSION` given to platform-operators.
+    pub release_version: String,
+    log_dir: PathBuf,
+    bin_dir: PathBuf,
+    components: Vec<Component>,
+    running: Mutex<BTreeMap<Component, Running>>,
+}
+
+impl Stack {
+    /// The stack of this test process, started by the first caller with `components`
+    /// (later callers must ask for the same set).
+    pub async fn shared(components: &[Component]) -> &'static Stack {
+        static STACK: OnceCell<Stack> = OnceCell::const_new();
+        let stack = STACK.get_or_init(|| Stack::start(components)).await;
+        let mut asked = components.to_vec();
+        asked.sort();
+        assert_eq!(
+            asked, stack.components,
+            "every test of a test binary must ask for the same components"
+        );
+        stack
+    }
+
+    /// Installs the CRDs and provisioner classes, creates the system namespaces and starts
+    /// `components`, waiting until each one reports ready.
+    pub async fn start(components: &[Component]) -> Stack {
+        let id = unique_name("stack");
+        let client = client().await;
+        install_crds(&client).await;
+        apply_dir(&client, "deploy/provisioner-classes").await;
+        let stack = Stack {
+            rukpak_namespace: format!("rukpak-{id}"),
+            deppy_namespace: format!("deppy-{id}"),
+            platform_namespace: format!("platform-{id}"),
+            release_version: "0.0.0-test".to_owned(),
+            log_dir: std::env::temp_dir().join(format!("olmv1-{id}")),
+            bin_dir: bin_dir(),
+            components: {
+                let mut sorted = components.to_vec();
+                sorted.sort();
+                sorted.dedup();
+                sorted
+            },
+            running: Mutex::new(BTreeMap::new()),
+            id,
+        };
+        for namespace in [
+            &stack.rukpak_namespace,
+            &stack.deppy_namespace,
+            &stack.platform_namespace,
+        ] {
+            let ns: Namespace =
+                serde_json::from_value(serde_json::json!({ "metadata": { "name": namespace } }))
+                    .unwrap();
+            Api::<Namespace>::all(client.clone())
+                .create(&PostParams::default(), &ns)
+                .await
+                .unwrap_or_else(|err| panic!("failed to create namespace {namespace}: {err}"));
+        }
+        std::fs::create_dir_all(&stack.log_dir).unwrap();
+        eprintln!(
+            "testkit::stack {}: logs in {}",
+            stack.id,
+            stack.log_dir.display()
+        );
+        for component in stack.components.clone() {
+            stack.launch(component);
+        }
+        for component in stack.components.clone() {
+            stack.wait_ready(component).await;
+        }
+        stack
+    }
+
+    /// `{"olmv1-test": "<id>"}`: the labels every top-level object of a test must carry.
+    pub fn labels(&self) -> serde_json::Value {
+        serde_json::json!({ LABEL: self.id })
+    }
+
+    /// The label selector the controllers are started with.
+    pub fn selector(&self) -> String {
+        format!("{LABEL}={}", self.id)
+    }
+
+    /// What `component` logged so far (all its runs).
+    pub fn logs(&self, component: Component) -> String {
+        std::fs::read_to_string(self.log_path(component)).unwrap_or_default()
+    }
+
+    /// Stops `component` (SIGTERM, as Kubernetes would) and waits for it to exit.
+    pub fn stop(&self, component: Component) {
+        let running = self.running.lock().unwrap().remove(&component);
+        if let Some(mut running) = running {
+            terminate(&mut running.watchdog);
+        }
+    }
+
+    /// Stops `component` and starts it again, waiting until it is ready.
+    pub async fn restart(&self, component: Component) {
+        self.stop(component);
+        self.launch(component);
+        self.wait_ready(component).await;
+    }
+
+    fn log_path(&self, component: Component) -> PathBuf {
+        self.log_dir.join(format!("{}.log", component.binary()))
+    }
+
+    /// Starts `component` under a watchdog that stops it (SIGTERM) when this test process
+    /// or the watchdog itself is gone.
+    fn launch(&self, component: Component) {
+        let binary = self.bin_dir.join(component.binary());
+        assert!(
+            binary.is_file(),
+            "{} is not built: run `cargo build --workspace --bins` (hack/test-integration does)",
+            binary.display()
+        );
+        let admin = format!("127.0.0.1:{}", free_port());
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path(component))
+            .unwrap();
+        let watchdog = Command::new("bash")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("olmv1-watchdog")
+            .arg(std::process::id().to_string())
+            .arg(&binary)
+            .args(component.args(self, &admin))
+            .env("RELEASE_VERSION", &self.release_version)
+            .env("LOG_LEVEL", "info")
+            // Flags are explicit; inherited settings must not change what runs.
+            .env_remove("WATCH_SELECTOR")
+            .env_remove("SYSTEM_NAMESPACE")
+            .env_remove("LEADER_ELECT")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|err| panic!("failed to start {}: {err}", binary.display()));
+        self.running
+            .lock()
+            .unwrap()
+            .insert(component, Running { watchdog, admin });
+    }
+
+    /// Polls `component`'s `/readyz` until it answers 200.
+    async fn wait_ready(&self, component: Component) {
+        let started = Instant::now();
+        loop {
+            let admin = {
+                let mut running = self.running.lock().unwrap();
+                let process = running
+                    .get_mut(&component)
+                    .unwrap_or_else(|| panic!("{} is not running", component.binary()));
+                if let Ok(Some(status)) = process.watchdog.try_wait() {
+                    panic!(
+                        "{} exited ({status}) before it was ready; its log:\n{}",
+                        component.binary(),
+                        self.logs(component)
+                    );
+                }
+                process.admin.clone()
+            };
+            if readyz(&admin).await {
+                return;
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                panic!(
+                    "{} not ready after {READY_TIMEOUT:?}; its log:\n{}",
+                    component.binary(),
+                    self.logs(component)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let running = std::mem::take(&mut *self.running.lock().unwrap());
+        for (_, mut process) in running {
+            terminate(&mut process.watchdog);
+        }
+    }
+}
+
+/// Runs `$2...` in the background; stops it when the test process (`$1`) is gone, or when
+/// the watchdog is told to stop (SIGTERM), and exits with it.
+const WATCHDOG: &str = r#"
+parent=$1; shift
+"$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit' TERM INT
+while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
+  sleep 0.5 & wait $!
+done
+kill -TERM "$child" 2>/dev/null
+wait "$child"
+"#;
+
+/// Asks the watchdog to stop its controller (SIGTERM) and waits; kills it after 30 s.
+fn terminate(watchdog: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &watchdog.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = watchdog.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = watchdog.kill();
+    let _ = watchdog.wait();
+}
+
+/// Whether `GET http://<addr>/readyz` answers 200.
+async fn readyz(addr: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(Ok(mut stream)) =
+        tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await
+    else {
+        return false;
+    };
+    let request = format!("GET /readyz HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut response = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut response));
+    let complete = matches!(read.await, Ok(Ok(_)));
+    complete && (response.starts_with(b"HTTP/1.1 200") || response.starts_with(b"HTTP/1.0 200"))
+}
+
+/// Where the project's binaries are: `$OLMV1_BIN_DIR`, else the profile directory of the
+/// target directory this test was built into (`<target>/debug/deps/<test>` -> `<target>/debug`).
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("OLMV1_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap_or(Path::new("."));
+    if deps.file_name().is_some_and(|name| name == "deps") {
+        deps.parent().unwrap_or(deps).to_path_buf()
+    } else {
+        deps.to_path_buf()
+    }
+}
