@@ -1,5 +1,5 @@
 # The two commands a newcomer needs:
-#   make run    start a local control plane (and, as they land, the controllers and a sample catalog)
+#   make run    local control plane + every controller + the sample catalog, ending in an installed operator
 #   make test   fmt, clippy, unit tests, then integration tests against a fresh local control plane
 #
 # Heavy builds are cached outside the clone: Go binaries by pinned version, and the cargo
@@ -40,12 +40,14 @@ clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 
 .PHONY: generate
-generate: ## regenerate deploy/crds and deploy/compat from the API crates
+generate: tools ## regenerate deploy/crds, deploy/compat (from the API crates) and deploy/openshift (from the kustomize overlay)
 	cargo run --locked -q -p crdgen -- deploy
+	PATH="$$(hack/build-tools 2>/dev/null | tail -n 1):$$PATH" hack/openshift-payload
 
 .PHONY: verify
-verify: ## fail when deploy/ differs from what the API crates generate
+verify: tools ## fail when deploy/ differs from what `make generate` writes
 	cargo run --locked -q -p crdgen -- --check deploy
+	PATH="$$(hack/build-tools 2>/dev/null | tail -n 1):$$PATH" hack/openshift-payload --check
 
 .PHONY: unit
 unit: ## unit tests (no cluster needed)
@@ -61,17 +63,21 @@ tools: ## build the control-plane binaries (cached by version)
 	hack/build-tools
 
 .PHONY: run
-run: tools ## start the local control plane named $(CLUSTER) and print how to use it
-	@kubeconfig=$$(hack/cluster up --name $(CLUSTER) | tail -n 1); \
-	echo; echo "Local control plane '$(CLUSTER)' is running."; \
-	echo "  export KUBECONFIG=$$kubeconfig"; \
-	echo "  kubectl get nodes        (kubectl: $$(hack/build-tools 2>/dev/null | tail -n 1)/kubectl)"; \
-	echo "Stop it with: make stop"
+run: ## the whole system on a local control plane (or the cluster in $$KUBECONFIG), ending with an installed operator
+	CLUSTER=$(CLUSTER) hack/run
 
 .PHONY: stop
-stop: ## stop what `make run` started
-	hack/cluster down --name $(CLUSTER)
+stop: ## stop exactly what `make run` started
+	CLUSTER=$(CLUSTER) hack/stop
 
 .PHONY: clean-cache
 clean-cache: ## remove cached binaries and the cargo target directory
 	rm -rf "$(OLMV1_CACHE_DIR)"
+
+IMAGE ?= olmv1:dev
+IMAGE_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+.PHONY: images
+images: ## build the container image with every controller ($(IMAGE); needs docker or podman)
+	@if [[ -z "$(IMAGE_TOOL)" ]]; then echo "make images needs docker or podman"; exit 1; fi
+	$(IMAGE_TOOL) build -t $(IMAGE) .

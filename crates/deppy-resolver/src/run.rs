@@ -34,6 +34,15 @@ pub(crate) struct RunArgs {
     /// sharding, or several instances on one cluster).
     #[arg(long, env = "WATCH_SELECTOR")]
     watch_selector: Option<String>,
+
+    /// A registry (`host[:port]`) to reach over plain HTTP when it does not speak TLS
+    /// (loopback registries always are); repeat or comma-separate for several.
+    #[arg(
+        long = "plain-http-registry",
+        env = "PLAIN_HTTP_REGISTRIES",
+        value_delimiter = ','
+    )]
+    plain_http_registries: Vec<String>,
 }
 
 impl RunArgs {
@@ -75,7 +84,10 @@ impl RunArgs {
         let settings = Settings {
             system_namespace: self.system_namespace.clone(),
             default_poll_interval: self.poll_interval,
-            unpack: content::UnpackOptions::default(),
+            unpack: content::UnpackOptions {
+                plain_http_registries: self.plain_http_registries.clone(),
+                ..content::UnpackOptions::default()
+            },
             selector: self.watch_selector.clone(),
         };
         let readiness = admin.readiness.clone();

@@ -49,6 +49,14 @@ enum Command {
         /// Directory caching unpacked images by digest, so a digest is never pulled twice.
         #[arg(long, env = "IMAGE_CACHE_DIR")]
         image_cache_dir: Option<PathBuf>,
+        /// A registry (`host[:port]`) to reach over plain HTTP when it does not speak TLS
+        /// (loopback registries always are); repeat or comma-separate for several.
+        #[arg(
+            long = "plain-http-registry",
+            env = "PLAIN_HTTP_REGISTRIES",
+            value_delimiter = ','
+        )]
+        plain_http_registries: Vec<String>,
     },
     /// Upload a directory or a tar.gz as the content of a Bundle whose source is `upload`.
     Upload {
@@ -71,7 +79,20 @@ async fn main() -> ExitCode {
             ref admin,
             ref leader,
             ref image_cache_dir,
-        } => run(&args, admin, leader, image_cache_dir.clone()).await,
+            ref plain_http_registries,
+        } => {
+            run(
+                &args,
+                admin,
+                leader,
+                content::source::UnpackOptions {
+                    image_cache_dir: image_cache_dir.clone(),
+                    plain_http_registries: plain_http_registries.clone(),
+                    ..content::source::UnpackOptions::default()
+                },
+            )
+            .await
+        }
         Command::Upload {
             ref bundle,
             ref path,
@@ -108,7 +129,7 @@ async fn run(
     args: &Args,
     admin_args: &AdminArgs,
     leader: &LeaderElectionArgs,
-    image_cache_dir: Option<PathBuf>,
+    options: content::source::UnpackOptions,
 ) -> Result<(), String> {
     let shutdown = kit::shutdown::on_signal();
     let client = args.client.client().await.map_err(|e| error_chain(&e))?;
@@ -120,10 +141,6 @@ async fn run(
         .serve(admin_args.address, shutdown.clone())
         .await
         .map_err(|e| error_chain(&e))?;
-    let options = content::source::UnpackOptions {
-        image_cache_dir,
-        ..content::source::UnpackOptions::default()
-    };
     let namespace = args.system_namespace.clone();
     let readiness = admin.readiness.clone();
     let selector = args.watch_selector.clone();

@@ -23,7 +23,7 @@ async fn create_catalog(client: &Client, name: &str, image: &str, labels: serde_
     let catalog: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
         "metadata": { "name": name, "labels": labels },
-        "spec": { "source": { "type": "image", "image": { "ref": image } } }
+        "spec": { "source": { "image": { "ref": image } } }
     }))
     .unwrap();
     catalogs(client)

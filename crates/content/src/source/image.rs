@@ -301,8 +301,10 @@ async fn unpack_inner(
         });
     }
 
-    let plain_http = is_loopback(reference.resolve_registry())
-        && !speaks_tls(reference.resolve_registry()).await;
+    let registry = reference.resolve_registry();
+    let plain_http = (is_loopback(registry)
+        || options.plain_http_registries.iter().any(|r| r == registry))
+        && !speaks_tls(registry).await;
     let client = client(&reference, &source.tls, plain_http, options).map_err(|err| match err {
         ClientBuildError::Tls(source) => ImageError::Tls {
             reference: name.clone(),

@@ -94,6 +94,9 @@ pub struct UnpackOptions {
     pub work_dir: Option<PathBuf>,
     /// Longest time one unpack may take, network included.
     pub timeout: Duration,
+    /// Registries (`host[:port]`) reached over plain HTTP when they do not speak TLS, as
+    /// loopback registries always are (e.g. a kind cluster's local registry).
+    pub plain_http_registries: Vec<String>,
 }
 
 impl Default for UnpackOptions {
@@ -103,6 +106,7 @@ impl Default for UnpackOptions {
             image_cache_dir: None,
             work_dir: None,
             timeout: Duration::from_secs(300),
+            plain_http_registries: Vec::new(),
         }
     }
 }
