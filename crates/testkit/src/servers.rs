@@ -72,9 +72,62 @@ impl Drop for ChildGuard {
     }
 }
 
+/// Runs `$2...` in the background; stops it when the test process (`$1`) is gone, or when
+/// the watchdog is told to stop (SIGTERM), and exits with it.
+const WATCHDOG: &str = r#"
+parent=$1; shift
+"$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit' TERM INT
+while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
+  sleep 0.5 & wait $!
+done
+kill -TERM "$child" 2>/dev/null
+wait "$child"
+"#;
+
+/// Asks the watchdog to stop its controller (SIGTERM) and waits; kills it after 30 s.
+pub fn terminate(watchdog: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &watchdog.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = watchdog.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = watchdog.kill();
+    let _ = watchdog.wait();
+}
+
+/// A command that runs `program` under a watchdog: the program is stopped (SIGTERM) when
+/// this test process goes away, even if it exits without running destructors (statics).
+/// Stop it early with [`terminate`] on the spawned child.
+pub fn watched(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new("bash");
+    command
+        .arg("-c")
+        .arg(WATCHDOG)
+        .arg("olmv1-watchdog")
+        .arg(std::process::id().to_string())
+        .arg(program);
+    command
+}
+
+/// A process under a watchdog, stopped (SIGTERM, then SIGKILL) when dropped.
+pub struct WatchedChild(pub Child);
+
+impl Drop for WatchedChild {
+    fn drop(&mut self) {
+        terminate(&mut self.0);
+    }
+}
+
 /// `crane registry serve` on a free loopback port.
 pub struct CraneRegistry {
-    _child: ChildGuard,
+    _child: WatchedChild,
     /// `127.0.0.1:<port>`.
     pub addr: String,
 }
@@ -83,18 +136,20 @@ impl CraneRegistry {
     pub fn start() -> Self {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
-        let child = Command::new("crane")
+        // The watchdog (bash) starts even when crane is missing: check first.
+        if let Err(err) = Command::new("crane").arg("version").output() {
+            panic!(
+                "failed to run crane ({err}); crane must be on PATH: \
+                 run via `make test`, or add the output of hack/build-tools to PATH"
+            );
+        }
+        let child = watched("crane")
             .args(["registry", "serve", "--address", &addr])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|err| {
-                panic!(
-                    "failed to start `crane registry serve` ({err}); crane must be on PATH: \
-                     run via `make test`, or add the output of hack/build-tools to PATH"
-                )
-            });
-        let guard = ChildGuard(child);
+            .unwrap_or_else(|err| panic!("failed to start `crane registry serve`: {err}"));
+        let guard = WatchedChild(child);
         wait_for_port(&addr, "crane registry");
         Self {
             _child: guard,

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ use kube::Api;
 use kube::api::PostParams;
 use tokio::sync::OnceCell;
 
-use crate::servers::free_port;
+use crate::servers::{free_port, terminate, watched};
 use crate::{apply_dir, client, install_crds, unique_name};
 
 /// The label key the stack's controllers select on.
@@ -244,12 +244,7 @@ impl Stack {
             .append(true)
             .open(self.log_path(component))
             .unwrap();
-        let watchdog = Command::new("bash")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg("olmv1-watchdog")
-            .arg(std::process::id().to_string())
-            .arg(&binary)
+        let watchdog = watched(&binary)
             .args(component.args(self, &admin))
             .env("RELEASE_VERSION", &self.release_version)
             .env("LOG_LEVEL", "info")
@@ -308,36 +303,6 @@ impl Drop for Stack {
             terminate(&mut process.watchdog);
         }
     }
-}
-
-/// Runs `$2...` in the background; stops it when the test process (`$1`) is gone, or when
-/// the watchdog is told to stop (SIGTERM), and exits with it.
-const WATCHDOG: &str = r#"
-parent=$1; shift
-"$@" &
-child=$!
-trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit' TERM INT
-while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
-  sleep 0.5 & wait $!
-done
-kill -TERM "$child" 2>/dev/null
-wait "$child"
-"#;
-
-/// Asks the watchdog to stop its controller (SIGTERM) and waits; kills it after 30 s.
-fn terminate(watchdog: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &watchdog.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = watchdog.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = watchdog.kill();
-    let _ = watchdog.wait();
 }
 
 /// Whether `GET http://<addr>/readyz` answers 200.
