@@ -1,0 +1,140 @@
+//! End-to-end support: where the system under test runs, and how to reach it.
+//!
+//! The same tests run in two modes:
+//! - **local** (default, `make test`): the controllers run as processes of this test
+//!   (`testkit::stack`) against the cluster in `KUBECONFIG`, the sample catalog is published
+//!   to a registry on loopback, and every object carries the stack's label;
+//! - **deployed** (`E2E_DEPLOYED=1`, e.g. kind in CI): the controllers run as the deployed
+//!   images (`kubectl apply -k deploy/overlays/kind`), the sample Catalog `examples`
+//!   (`E2E_CATALOG` to override) already exists, and restarts go through the Deployments.
+//!
+//! This is test support: it panics with a message instead of returning errors.
+#![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
+
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use testkit::servers::CraneRegistry;
+use testkit::stack::{Component, Stack};
+use tokio::sync::OnceCell;
+
+/// How long a whole install may take.
+pub const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The system under test.
+pub struct Env {
+    /// Labels every object a test creates must carry (empty when deployed).
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// The Catalog the PlatformOperators resolve against.
+    pub catalog: String,
+    stack: Option<&'static Stack>,
+}
+
+impl Env {
+    /// Object metadata named `name`, with [`Env::labels`].
+    pub fn metadata(&self, name: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(self.labels.clone()).filter(|l| !l.is_empty()),
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// Restarts `component`: the process (local) or the Deployment's pods (deployed),
+    /// returning once it is ready again.
+    pub async fn restart(&self, component: Component) {
+        match self.stack {
+            Some(stack) => stack.restart(component).await,
+            None => {
+                let namespace = deployed_namespace(component);
+                let name = component.binary();
+                kubectl(&["rollout", "restart", "-n", namespace, "deployment", name]);
+                kubectl(&[
+                    "rollout",
+                    "status",
+                    "-n",
+                    namespace,
+                    "deployment",
+                    name,
+                    "--timeout=180s",
+                ]);
+            }
+        }
+    }
+
+    /// The log of `component` so far, for failure messages (local mode only).
+    pub fn logs(&self, component: Component) -> String {
+        self.stack
+            .map(|stack| stack.logs(component))
+            .unwrap_or_else(|| format!("(see kubectl logs deployment/{})", component.binary()))
+    }
+}
+
+fn deployed_namespace(component: Component) -> &'static str {
+    match component {
+        Component::DeppyResolver => "deppy-system",
+        Component::PlatformOperators => "platform-operators-system",
+        _ => "rukpak-system",
+    }
+}
+
+fn kubectl(args: &[&str]) {
+    let output = Command::new("kubectl")
+        .args(args)
+        .output()
+        .unwrap_or_else(|err| panic!("failed to run kubectl: {err}"));
+    assert!(
+        output.status.success(),
+        "kubectl {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The system under test, set up once per test process.
+pub async fn env() -> &'static Env {
+    static ENV: OnceCell<Env> = OnceCell::const_new();
+    ENV.get_or_init(|| async {
+        if std::env::var("E2E_DEPLOYED").is_ok_and(|v| v == "1") {
+            Env {
+                labels: Default::default(),
+                catalog: std::env::var("E2E_CATALOG").unwrap_or_else(|_| "examples".to_owned()),
+                stack: None,
+            }
+        } else {
+            local().await
+        }
+    })
+    .await
+}
+
+async fn local() -> Env {
+    static REGISTRY: OnceLock<CraneRegistry> = OnceLock::new();
+    let stack = Stack::shared(&Component::ALL).await;
+    let registry = REGISTRY.get_or_init(CraneRegistry::start);
+    let published = testkit::examples::publish(registry);
+    let labels: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(stack.labels()).unwrap();
+    let env = Env {
+        labels,
+        catalog: format!("e2e-{}", stack.id),
+        stack: Some(stack),
+    };
+    let catalog = deppy_api::Catalog {
+        metadata: env.metadata(&env.catalog),
+        spec: serde_json::from_value(serde_json::json!({
+            "source": { "image": { "ref": published.catalog } }
+        }))
+        .unwrap(),
+        status: None,
+    };
+    let client = Client::try_default().await.unwrap();
+    Api::<deppy_api::Catalog>::all(client)
+        .create(&PostParams::default(), &catalog)
+        .await
+        .unwrap();
+    env
+}

@@ -1,0 +1,451 @@
+//! The PlatformOperator flow of DESIGN.md §4 end to end: an administrator asks for an
+//! operator by package name and gets it installed, upgraded, repaired and removed, with the
+//! health visible on the PlatformOperator and the aggregated ClusterOperator.
+//!
+//! The tests share one cluster-wide ClusterOperator and the sample packages, so they run one
+//! at a time (a process-wide lock), each cleaning up what it created.
+
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use deppy_api::ActiveResolution;
+use e2e::{Env, TIMEOUT, env};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::{Api, Client, ResourceExt};
+use platform_api::conditions::{TYPE_INSTALLED, cluster_operator, reasons};
+use platform_api::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, PlatformOperator};
+use rukpak_api::BundleDeployment;
+use serde_json::json;
+use testkit::stack::Component;
+use testkit::wait_for;
+
+/// One scenario at a time: they share the ClusterOperator and the sample packages.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const MEMCACHED: (&str, &str) = (
+    "memcached-operator-system",
+    "memcached-operator-controller-manager",
+);
+const METRICS_AGENT: (&str, &str) = ("metrics-agent-system", "metrics-agent");
+
+async fn create_po(client: &Client, env: &Env, name: &str, package: &str, range: Option<&str>) {
+    let mut spec = json!({ "package": { "name": package } });
+    if let Some(range) = range {
+        spec["package"]["versionRange"] = json!(range);
+    }
+    let po = PlatformOperator {
+        metadata: env.metadata(name),
+        spec: serde_json::from_value(spec).unwrap(),
+        status: None,
+    };
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
+}
+
+/// `(status, reason, message)` of the PlatformOperator's `Installed` condition.
+async fn installed(client: &Client, name: &str) -> Result<(String, String, String), String> {
+    let po = Api::<PlatformOperator>::all(client.clone())
+        .get(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = po.status.unwrap_or_default();
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == TYPE_INSTALLED)
+        .ok_or("no Installed condition yet")?;
+    Ok((
+        condition.status.clone(),
+        condition.reason.clone(),
+        condition.message.clone(),
+    ))
+}
+
+async fn wait_installed(client: &Client, name: &str) {
+    wait_for(
+        &format!("PlatformOperator {name} Installed"),
+        TIMEOUT,
+        || async {
+            match installed(client, name).await? {
+                (status, reason, _)
+                    if status == "True" && reason == reasons::INSTALL_SUCCESSFUL =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+}
+
+async fn deployment_available(
+    client: &Client,
+    (namespace, name): (&str, &str),
+) -> Result<(), String> {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(|e| format!("{namespace}/{name}: {e}"))?;
+    let available = deployment
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Available" && c.status == "True");
+    if available {
+        Ok(())
+    } else {
+        Err(format!("{namespace}/{name} not Available"))
+    }
+}
+
+async fn wait_available(client: &Client, deployment: (&str, &str)) {
+    wait_for(
+        &format!("Deployment {}/{} Available", deployment.0, deployment.1),
+        TIMEOUT,
+        || deployment_available(client, deployment),
+    )
+    .await;
+}
+
+/// The aggregated ClusterOperator's condition `type`: `(status, reason, message)`.
+async fn cluster_operator_condition(
+    client: &Client,
+    type_: &str,
+) -> Result<(String, String, String), String> {
+    let co = Api::<ClusterOperator>::all(client.clone())
+        .get(AGGREGATED_CLUSTER_OPERATOR)
+        .await
+        .map_err(|e| e.to_string())?;
+    let condition = co
+        .status
+        .unwrap_or_default()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)
+        .ok_or_else(|| format!("no {type_} condition"))?;
+    Ok((
+        condition.status,
+        condition.reason.unwrap_or_default(),
+        condition.message.unwrap_or_default(),
+    ))
+}
+
+/// The child BundleDeployments the wrapper `name` applied.
+async fn children(client: &Client, wrapper: &str) -> Vec<BundleDeployment> {
+    Api::<BundleDeployment>::all(client.clone())
+        .list(
+            &kube::api::ListParams::default()
+                .labels(&format!("{}={wrapper}", rukpak_api::labels::OWNER_NAME)),
+        )
+        .await
+        .unwrap()
+        .items
+}
+
+/// Deletes the PlatformOperator and waits until its resolution, wrapper, children and the
+/// operators' Deployments are gone.
+async fn delete_po(client: &Client, name: &str) {
+    let _ = Api::<PlatformOperator>::all(client.clone())
+        .delete(name, &DeleteParams::foreground())
+        .await;
+    wait_for(
+        &format!("PlatformOperator {name} and everything it installed to go"),
+        TIMEOUT,
+        || async {
+            let po = Api::<PlatformOperator>::all(client.clone())
+                .get_opt(name)
+                .await
+                .map_err(|e| e.to_string())?;
+            let ar = Api::<ActiveResolution>::all(client.clone())
+                .get_opt(name)
+                .await
+                .map_err(|e| e.to_string())?;
+            let wrapper = Api::<BundleDeployment>::all(client.clone())
+                .get_opt(name)
+                .await
+                .map_err(|e| e.to_string())?;
+            let children = children(client, name).await;
+            let mut left = Vec::new();
+            if po.is_some() {
+                left.push("PlatformOperator".to_owned());
+            }
+            if ar.is_some() {
+                left.push("ActiveResolution".to_owned());
+            }
+            if wrapper.is_some() {
+                left.push("wrapper BundleDeployment".to_owned());
+            }
+            left.extend(children.iter().map(|c| format!("child {}", c.name_any())));
+            for (namespace, deployment) in [MEMCACHED, METRICS_AGENT] {
+                if Api::<Deployment>::namespaced(client.clone(), namespace)
+                    .get_opt(deployment)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_some()
+                {
+                    left.push(format!("Deployment {namespace}/{deployment}"));
+                }
+            }
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("still there: {}", left.join(", ")))
+            }
+        },
+    )
+    .await;
+}
+
+fn memcached_api(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("cache.example.com", "v1alpha1", "Memcached");
+    Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk(&gvk))
+}
+
+#[tokio::test]
+async fn a_platform_operator_installs_its_package_and_dependency_and_deletion_keeps_crds_with_data()
+{
+    let _serial = SERIAL.lock().await;
+    let env = env().await;
+    let client = testkit::client().await;
+    let name = "memcached-operator";
+    create_po(&client, env, name, "memcached-operator", None).await;
+    wait_installed(&client, name).await;
+
+    // The newest bundle of the default channel, and the package it requires.
+    let resolution = Api::<ActiveResolution>::all(client.clone())
+        .get(name)
+        .await
+        .unwrap();
+    let selections = resolution.status.unwrap_or_default().selections;
+    assert!(
+        selections
+            .iter()
+            .any(|s| s.contains(":memcached-operator:0.2.0")),
+        "{selections:?}"
+    );
+    assert!(
+        selections
+            .iter()
+            .any(|s| s.contains(":metrics-agent:1.1.0")),
+        "{selections:?}"
+    );
+    let po = Api::<PlatformOperator>::all(client.clone())
+        .get(name)
+        .await
+        .unwrap();
+    assert_eq!(
+        po.status.unwrap().active_bundle_deployment.unwrap().name,
+        name
+    );
+    assert_eq!(children(&client, name).await.len(), 2);
+    wait_available(&client, MEMCACHED).await;
+    wait_available(&client, METRICS_AGENT).await;
+    wait_for("ClusterOperator Available", TIMEOUT, || async {
+        match cluster_operator_condition(&client, cluster_operator::AVAILABLE).await? {
+            (status, reason, _)
+                if status == "True" && reason == cluster_operator::reasons::AS_EXPECTED =>
+            {
+                Ok(())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // A custom resource holds user data: its CRD must survive the uninstall.
+    let data: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+        "metadata": { "name": "keep-me" }, "spec": { "size": 3 }
+    }))
+    .unwrap();
+    memcached_api(&client, "default")
+        .create(&PostParams::default(), &data)
+        .await
+        .unwrap();
+
+    delete_po(&client, name).await;
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    assert!(
+        crds.get_opt("memcacheds.cache.example.com")
+            .await
+            .unwrap()
+            .is_some(),
+        "a CRD with data must be kept"
+    );
+    assert_eq!(
+        memcached_api(&client, "default")
+            .get("keep-me")
+            .await
+            .unwrap()
+            .data["spec"]["size"],
+        3
+    );
+    wait_for("the CRD without data to be removed", TIMEOUT, || async {
+        match crds
+            .get_opt("agents.metrics.example.com")
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            None => Ok(()),
+            Some(_) => Err("agents.metrics.example.com still there".to_owned()),
+        }
+    })
+    .await;
+    wait_for(
+        "ClusterOperator back to Available with no operators",
+        TIMEOUT,
+        || async {
+            match cluster_operator_condition(&client, cluster_operator::AVAILABLE).await? {
+                (status, _, message)
+                    if status == "True"
+                        && message.contains("No platform operators are present") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    memcached_api(&client, "default")
+        .delete("keep-me", &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn editing_the_version_range_upgrades_the_operator() {
+    let _serial = SERIAL.lock().await;
+    let env = env().await;
+    let client = testkit::client().await;
+    let name = "memcached-upgrade";
+    create_po(&client, env, name, "memcached-operator", Some("<0.2.0")).await;
+    wait_installed(&client, name).await;
+    let image_of = |children: Vec<BundleDeployment>| {
+        children
+            .iter()
+            .filter_map(|c| serde_json::to_value(&c.spec.template.spec.source).ok())
+            .map(|s| s.to_string())
+            .find(|s| s.contains("memcached-operator-bundle"))
+            .unwrap_or_default()
+    };
+    assert!(image_of(children(&client, name).await).contains(":v0.1.0"));
+
+    Api::<PlatformOperator>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "package": { "versionRange": ">=0.2.0" } } })),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the child BundleDeployment to move to v0.2.0",
+        TIMEOUT,
+        || async {
+            let image = image_of(children(&client, name).await);
+            if image.contains(":v0.2.0") {
+                Ok(())
+            } else {
+                Err(image)
+            }
+        },
+    )
+    .await;
+    wait_installed(&client, name).await;
+    wait_available(&client, MEMCACHED).await;
+    delete_po(&client, name).await;
+}
+
+#[tokio::test]
+async fn a_missing_package_fails_on_the_platform_operator_and_the_cluster_operator() {
+    let _serial = SERIAL.lock().await;
+    let env = env().await;
+    let client = testkit::client().await;
+    let name = "no-such-operator";
+    create_po(&client, env, name, "no-such-package", None).await;
+    let message = wait_for("SourceFailed", TIMEOUT, || async {
+        match installed(&client, name).await? {
+            (status, reason, message) if status == "False" && reason == reasons::SOURCE_FAILED => {
+                Ok(message)
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(message.contains("no-such-package"), "{message}");
+    wait_for(
+        "ClusterOperator Available=False naming the PlatformOperator",
+        TIMEOUT,
+        || async {
+            match cluster_operator_condition(&client, cluster_operator::AVAILABLE).await? {
+                (status, reason, message)
+                    if status == "False"
+                        && reason == cluster_operator::reasons::PLATFORM_OPERATOR_ERROR
+                        && message.contains(name) =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    delete_po(&client, name).await;
+}
+
+#[tokio::test]
+async fn drift_is_repaired_and_every_controller_can_restart_mid_flow() {
+    let _serial = SERIAL.lock().await;
+    let env = env().await;
+    let client = testkit::client().await;
+    let name = "memcached-restarts";
+    create_po(&client, env, name, "memcached-operator", None).await;
+    // Restart every controller while the flow is under way: the end state is the same.
+    for component in Component::ALL {
+        env.restart(component).await;
+    }
+    wait_installed(&client, name).await;
+    wait_available(&client, MEMCACHED).await;
+
+    // Drift: the operator's Deployment is deleted behind the system's back; it comes back.
+    let deployments = Api::<Deployment>::namespaced(client.clone(), MEMCACHED.0);
+    let before = deployments.get(MEMCACHED.1).await.unwrap().uid().unwrap();
+    deployments
+        .delete(MEMCACHED.1, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(
+        "the deleted Deployment to come back, Available",
+        TIMEOUT,
+        || async {
+            let deployment = deployments
+                .get_opt(MEMCACHED.1)
+                .await
+                .map_err(|e| e.to_string())?;
+            match deployment {
+                Some(d) if d.uid().as_deref() != Some(before.as_str()) => {
+                    deployment_available(&client, MEMCACHED).await
+                }
+                _ => Err("not recreated yet".to_owned()),
+            }
+        },
+    )
+    .await;
+    wait_installed(&client, name).await;
+    if let Err(err) = deployment_available(&client, MEMCACHED).await {
+        panic!(
+            "{err}; registry-provisioner log:\n{}",
+            env.logs(Component::RegistryProvisioner)
+        );
+    }
+    delete_po(&client, name).await;
+}
