@@ -4,7 +4,8 @@
 //!
 //! - `deploy/crds/<group>_<plural>.yaml` and `deploy/crds/kustomization.yaml`: the
 //!   project's own APIs;
-//! - `deploy/compat/config.openshift.io_clusteroperators.yaml`: a ClusterOperator CRD
+//! - `deploy/compat/config.openshift.io_clusteroperators.yaml` and
+//!   `config.openshift.io_clusterversions.yaml`: ClusterOperator and ClusterVersion CRDs
 //!   for clusters that are not OpenShift (kind, the local control plane).
 
 use std::collections::BTreeMap;
@@ -135,11 +136,15 @@ fn generate() -> Result<BTreeMap<PathBuf, String>, Error> {
         files.insert(Path::new("crds").join(name), render(crd)?);
     }
     files.insert(Path::new("crds").join("kustomization.yaml"), kustomization);
-    let cluster_operator = platform_api::ClusterOperator::crd();
-    files.insert(
-        Path::new("compat").join(file_name(&cluster_operator)),
-        render(&cluster_operator)?,
-    );
+    for compat in [
+        platform_api::ClusterOperator::crd(),
+        platform_api::ClusterVersion::crd(),
+    ] {
+        files.insert(
+            Path::new("compat").join(file_name(&compat)),
+            render(&compat)?,
+        );
+    }
     Ok(files)
 }
 

@@ -13,7 +13,7 @@ pub const EXPRESSION_PATTERN: &str =
 
 /// An ActiveResolution asks Deppy which bundles satisfy its constraints. deppy-resolver
 /// writes the answer to `status.selections` and keeps it current as Catalogs change. When
-/// the `deppy.io/v1alpha1/activator-class` annotation names an activator, that activator
+/// the `deppy.io/activator-class` annotation names an activator, that activator
 /// turns the selections into installable `status.entities`.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 // Each printcolumn(...) repeats the same keys; clippy mistakes that for duplicate attributes.
@@ -158,7 +158,7 @@ pub struct ActiveResolutionStatus {
     pub selections: Vec<String>,
 
     /// Installable units for the selections, filled by the activator named in the
-    /// `deppy.io/v1alpha1/activator-class` annotation.
+    /// `deppy.io/activator-class` annotation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<ResolvedEntity>,
 

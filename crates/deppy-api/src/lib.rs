@@ -22,4 +22,7 @@ pub const VERSION: &str = "v1alpha1";
 
 /// Annotation on an ActiveResolution naming the activator class that turns its
 /// selections into installable entities, e.g. `PlatformOperator`.
-pub const ACTIVATOR_CLASS_ANNOTATION: &str = "deppy.io/v1alpha1/activator-class";
+///
+/// The design documents spell it `deppy.io/v1alpha1/activator-class`, which the API server
+/// refuses (an annotation key is an optional DNS-subdomain prefix, one `/`, and a name).
+pub const ACTIVATOR_CLASS_ANNOTATION: &str = "deppy.io/activator-class";

@@ -16,6 +16,9 @@ pub mod reasons {
     pub const INSTALL_FAILED: &str = "InstallFailed";
     /// The package is installed and healthy.
     pub const INSTALL_SUCCESSFUL: &str = "InstallSuccessful";
+    /// Another PlatformOperator already installs this package (directly or as a
+    /// dependency); this one installs nothing until that changes.
+    pub const DUPLICATE_PACKAGE: &str = "DuplicatePackage";
 }
 
 /// ClusterOperator condition types.
@@ -35,5 +38,12 @@ pub mod cluster_operator {
         pub const AS_EXPECTED: &str = "AsExpected";
         /// At least one PlatformOperator is failing or pending.
         pub const PLATFORM_OPERATOR_ERROR: &str = "PlatformOperatorError";
+        /// At least one PlatformOperator is still installing.
+        pub const PLATFORM_OPERATORS_INSTALLING: &str = "PlatformOperatorsInstalling";
+        /// An installed bundle's `olm.maxOpenShiftVersion` does not allow the next minor
+        /// version of the cluster.
+        pub const INCOMPATIBLE_OPERATORS_INSTALLED: &str = "IncompatibleOperatorsInstalled";
+        /// An installed bundle's `olm.maxOpenShiftVersion` could not be read.
+        pub const FAILURE_GETTING_EXTENSION_METADATA: &str = "FailureGettingExtensionMetadata";
     }
 }

@@ -1,7 +1,9 @@
-//! The PlatformOperator API (`platform.openshift.io/v1alpha1`) and the subset of
-//! OpenShift's ClusterOperator (`config.openshift.io/v1`) the project writes.
+//! The PlatformOperator API (`platform.openshift.io/v1alpha1`), the subset of
+//! OpenShift's ClusterOperator (`config.openshift.io/v1`) the project writes, and the
+//! subset of ClusterVersion it reads.
 
 pub mod cluster_operator;
+pub mod cluster_version;
 pub mod conditions;
 pub mod platform_operator;
 
@@ -9,6 +11,10 @@ pub use api_common::Condition;
 pub use cluster_operator::{
     ClusterOperator, ClusterOperatorSpec, ClusterOperatorStatus, ClusterOperatorStatusCondition,
     ObjectReference, OperandVersion,
+};
+pub use cluster_version::{
+    CLUSTER_VERSION_NAME, ClusterVersion, ClusterVersionSpec, ClusterVersionStatus, Release,
+    UpdateHistory,
 };
 pub use platform_operator::{
     ActiveBundleDeployment, Package, PlatformOperator, PlatformOperatorSpec, PlatformOperatorStatus,
@@ -24,3 +30,19 @@ pub const AGGREGATED_CLUSTER_OPERATOR: &str = "platform-operators-aggregated";
 
 /// The longest package name a PlatformOperator accepts.
 pub const PACKAGE_NAME_MAX: usize = 56;
+
+/// Annotation on a child BundleDeployment carrying its bundle's `olm.maxOpenShiftVersion`
+/// property (written by the resolution activator's PlatformOperator class, read by the
+/// aggregated ClusterOperator controller to compute `Upgradeable`).
+pub const MAX_OPENSHIFT_VERSION_ANNOTATION: &str = "platform.openshift.io/max-openshift-version";
+
+/// The name base of the child BundleDeployment that installs `package` for a
+/// PlatformOperator (before fitting to the BundleDeployment name limit): `package-<package>`.
+///
+/// Children are named after the package so that one package is installed once per cluster
+/// (a second resolution of it collides), with a prefix so that a child never takes the name
+/// of the wrapper BundleDeployment, which is named after the PlatformOperator (often the
+/// package's own name).
+pub fn package_bundle_deployment(package: &str) -> String {
+    format!("package-{package}")
+}

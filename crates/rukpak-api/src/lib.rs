@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod bundle_deployment;
 pub mod conditions;
 pub mod labels;
+pub mod names;
 pub mod provisioner_class;
 pub mod template;
 

@@ -1,0 +1,168 @@
+//! The `PlatformOperator` class: one registry+v1 BundleDeployment per selected bundle,
+//! named after its package (`package-<package>`, see
+//! [`platform_api::package_bundle_deployment`]).
+//!
+//! Naming children after the package (not the resolution) is deliberate: two resolutions
+//! that select the same package produce the same child name, and the plain provisioner's
+//! collision protection then fails the second wrapper with a clear message while the
+//! first installation stays untouched. One operator package is installed once per cluster.
+//! The `package-` prefix keeps a child from taking its wrapper's name (the wrapper is named
+//! after the resolution, which a PlatformOperator often names after the package).
+
+use std::collections::BTreeMap;
+
+use kube::api::ObjectMeta;
+use rukpak_api::{
+    BundleDeployment, BundleDeploymentSpec, BundleSource, BundleSpec, BundleTemplate,
+    CollisionProtection, ImageSource, REGISTRY_PROVISIONER_CLASS, SourceType,
+};
+
+use super::{ActivatorClass, ClassError, Entity};
+
+/// The class name, as in the activator-class annotation.
+pub const NAME: &str = "PlatformOperator";
+
+/// See the [module documentation](self).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlatformOperatorClass;
+
+impl ActivatorClass for PlatformOperatorClass {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn bundle_deployments(&self, entity: &Entity) -> Result<Vec<BundleDeployment>, ClassError> {
+        let bundle = &entity.bundle;
+        if bundle.image.is_empty() {
+            return Err(ClassError {
+                selection: entity.selection.to_string(),
+                bundle: bundle.name.clone(),
+                reason: "the catalog lists no bundle image (bundles that only inline their \
+                         manifests cannot be installed)"
+                    .to_owned(),
+            });
+        }
+        let mut annotations = BTreeMap::new();
+        if let Some(version) = bundle.max_openshift_version() {
+            annotations.insert(
+                platform_api::MAX_OPENSHIFT_VERSION_ANNOTATION.to_owned(),
+                version.to_owned(),
+            );
+        }
+        let name = rukpak_api::names::bundle_deployment_name(
+            &platform_api::package_bundle_deployment(&entity.selection.package),
+        );
+        Ok(vec![BundleDeployment {
+            metadata: ObjectMeta {
+                name: Some(name),
+                annotations: Some(annotations).filter(|a| !a.is_empty()),
+                ..ObjectMeta::default()
+            },
+            spec: BundleDeploymentSpec {
+                provisioner_class_name: REGISTRY_PROVISIONER_CLASS.to_owned(),
+                template: BundleTemplate {
+                    metadata: None,
+                    spec: BundleSpec {
+                        provisioner_class_name: REGISTRY_PROVISIONER_CLASS.to_owned(),
+                        source: BundleSource {
+                            type_: SourceType::Image,
+                            image: Some(ImageSource {
+                                ref_: bundle.image.clone(),
+                                ..ImageSource::default()
+                            }),
+                            git: None,
+                            http: None,
+                            config_maps: None,
+                            upload: None,
+                        },
+                    },
+                },
+                config: None,
+                install_namespace: None,
+                paused: None,
+                service_account: None,
+                collision_protection: CollisionProtection::Prevent,
+            },
+            status: None,
+        }])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::entity;
+
+    #[test]
+    fn a_child_is_named_after_the_package_and_pinned_to_the_bundle_image() {
+        let entity = entity(
+            "memcached-operator",
+            "0.2.0",
+            "r/memcached-bundle:v0.2.0",
+            None,
+        );
+        let children = PlatformOperatorClass.bundle_deployments(&entity).unwrap();
+        assert_eq!(children.len(), 1);
+        let child = &children[0];
+        assert_eq!(
+            child.metadata.name.as_deref(),
+            Some("package-memcached-operator")
+        );
+        assert_eq!(
+            child.spec.provisioner_class_name,
+            REGISTRY_PROVISIONER_CLASS
+        );
+        let spec = &child.spec.template.spec;
+        assert_eq!(spec.provisioner_class_name, REGISTRY_PROVISIONER_CLASS);
+        assert_eq!(spec.source.type_, SourceType::Image);
+        assert_eq!(
+            spec.source.image.as_ref().unwrap().ref_,
+            "r/memcached-bundle:v0.2.0"
+        );
+        assert!(child.metadata.annotations.is_none());
+    }
+
+    #[test]
+    fn max_openshift_version_becomes_an_annotation() {
+        let entity = entity("memcached-operator", "0.1.0", "r/b:v0.1.0", Some("4.16"));
+        let child = PlatformOperatorClass
+            .bundle_deployments(&entity)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            child
+                .metadata
+                .annotations
+                .unwrap()
+                .get(platform_api::MAX_OPENSHIFT_VERSION_ANNOTATION)
+                .map(String::as_str),
+            Some("4.16")
+        );
+    }
+
+    #[test]
+    fn a_bundle_without_an_image_is_refused_by_name() {
+        let entity = entity("inline", "1.0.0", "", None);
+        let err = PlatformOperatorClass
+            .bundle_deployments(&entity)
+            .unwrap_err();
+        assert_eq!(err.bundle, "inline.v1.0.0");
+        assert!(err.to_string().contains("no bundle image"), "{err}");
+    }
+
+    #[test]
+    fn long_package_names_still_fit_a_bundle_deployment_name() {
+        let package = "a-very-long-operator-package-name-that-is-fifty-six-chars";
+        let entity = entity(package, "1.0.0", "r/b:1", None);
+        let child = PlatformOperatorClass
+            .bundle_deployments(&entity)
+            .unwrap()
+            .remove(0);
+        let name = child.metadata.name.unwrap();
+        assert!(
+            name.len() <= rukpak_api::BUNDLE_DEPLOYMENT_NAME_MAX,
+            "{name}"
+        );
+        assert!(name.starts_with("package-a-very-long"), "{name}");
+    }
+}

@@ -1,0 +1,935 @@
+//! The ActiveResolution controller: activate resolved ActiveResolutions of the classes this
+//! process serves.
+//!
+//! A reconcile is a pipeline of named steps: `selected_entities` (selections to catalog
+//! bundles), the class's child BundleDeployments, the ResolveSet ConfigMap
+//! (`ensure_resolve_set`), the wrapper BundleDeployment (`apply_wrapper`), the history
+//! (`prune_history`) and finally the status (`write_status`). The build steps are the
+//! pure functions of [`crate::resolve_set`].
+//!
+//! Only `status.entities` and the `Activated` condition are this controller's; deppy-resolver
+//! owns `selections` and `Resolved`. Like deppy-resolver, the status is merge-patched with
+//! the resourceVersion it was computed from (the conditions list is replaced whole and holds
+//! both controllers' conditions), so neither ever erases the other's latest write: a stale
+//! write fails with a conflict and is recomputed on the current object.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use deppy_api::conditions::{TYPE_ACTIVATED, TYPE_RESOLVED};
+use deppy_api::{ActiveResolution, ActiveResolutionStatus, Catalog, ResolvedEntity};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Client, Resource, ResourceExt};
+use prometheus::{IntCounter, Opts, Registry};
+use rukpak_api::BundleDeployment;
+use tokio_util::sync::CancellationToken;
+
+use kit::admin::Readiness;
+use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::metrics::ReconcileMetrics;
+use kit::retry::{Backoff, Classify, ErrorClass};
+
+use crate::catalogs::{CatalogCache, CatalogError, find_bundle};
+use crate::classes::{ActivatorClass, Classes, Entity};
+use crate::resolve_set::{self, BuildError, HistoryEntry, RESOLUTION_LABEL};
+use crate::selection::Selection;
+use crate::{names, reasons};
+
+/// The field manager of every write, and the Event reporter.
+pub const FIELD_MANAGER: &str = "resolution-activator";
+
+/// The prefix of every metric of this binary.
+const COMPONENT: &str = "resolution_activator";
+
+/// How long a successful activation waits before checking again without any event (a
+/// safety net; every input is watched).
+const RESYNC: Duration = Duration::from_secs(30 * 60);
+
+/// How long a blocked activation (missing catalog, unmapped selection) waits before
+/// checking again without any event.
+const BLOCKED_RECHECK: Duration = Duration::from_secs(5 * 60);
+
+/// Settings of the controller.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// RukPak's system namespace: where ResolveSet ConfigMaps are written.
+    pub system_namespace: String,
+    /// Deppy's system namespace: where Catalog content is stored.
+    pub catalog_namespace: String,
+    /// Only ActiveResolutions (and Catalogs) matching this label selector are handled.
+    pub selector: Option<String>,
+    /// How many ResolveSet ConfigMaps to keep per resolution, the current one included.
+    pub history: usize,
+    /// Limits for reading catalog content.
+    pub limits: content::Limits,
+}
+
+/// The controller's metrics.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    reconcile: ReconcileMetrics,
+    resolve_sets: IntCounter,
+}
+
+impl Metrics {
+    /// Creates the metrics (`resolution_activator_reconcile_total{controller,result}`,
+    /// `resolution_activator_reconcile_duration_seconds`,
+    /// `resolution_activator_resolve_sets_written_total`) and registers them on `registry`.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let reconcile = ReconcileMetrics::register(registry, COMPONENT)?;
+        let resolve_sets = IntCounter::with_opts(Opts::new(
+            format!("{COMPONENT}_resolve_sets_written_total"),
+            "ResolveSet ConfigMaps created.",
+        ))?;
+        registry.register(Box::new(resolve_sets.clone()))?;
+        Ok(Self {
+            reconcile,
+            resolve_sets,
+        })
+    }
+}
+
+/// A failed reconcile. Every variant is transient (an API call failed): what the user must
+/// fix is reported in the `Activated` condition instead.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading a Catalog failed.
+    #[error("failed to read Catalog {catalog}")]
+    ReadCatalog {
+        /// The Catalog.
+        catalog: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// Reading Catalog content failed.
+    #[error(transparent)]
+    CatalogContent(CatalogError),
+    /// Building the objects failed.
+    #[error("failed to build the objects of ActiveResolution {resolution}")]
+    Build {
+        /// The ActiveResolution.
+        resolution: String,
+        /// Why.
+        #[source]
+        source: BuildError,
+    },
+    /// A call to the API server failed.
+    #[error("failed to {verb} {object}")]
+    Kube {
+        /// What was attempted, e.g. `create`.
+        verb: &'static str,
+        /// The object, e.g. `ConfigMap rukpak-system/x`.
+        object: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl Error {
+    /// The `Activated` reason reporting this error.
+    fn reason(&self) -> &'static str {
+        match self {
+            Self::ReadCatalog { .. } | Self::CatalogContent(_) => reasons::CATALOG_UNAVAILABLE,
+            Self::Build { .. } | Self::Kube { .. } => reasons::APPLY_FAILED,
+        }
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Self::Kube { source: kube::Error::Api(status), .. } if status.code == 409)
+    }
+}
+
+impl Classify for Error {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Transient
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Self::ReadCatalog { .. } => "read_catalog",
+            Self::CatalogContent(_) => "catalog_content",
+            Self::Build { .. } => "build",
+            Self::Kube { .. } => "kube",
+        }
+    }
+}
+
+/// Everything a reconcile needs.
+pub struct Context {
+    client: Client,
+    settings: Settings,
+    classes: Classes,
+    catalogs: CatalogCache,
+    recorder: Recorder,
+    metrics: Metrics,
+    backoff: Backoff,
+}
+
+impl Context {
+    /// A context for the controller.
+    pub fn new(client: Client, settings: Settings, classes: Classes, metrics: Metrics) -> Self {
+        let store = content::Store::new(client.clone(), &settings.catalog_namespace);
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.to_owned(),
+            instance: None,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            catalogs: CatalogCache::new(store, settings.limits),
+            client,
+            settings,
+            classes,
+            metrics,
+            backoff: Backoff::default(),
+        }
+    }
+
+    async fn event(&self, reference: &ObjectReference, warning: bool, reason: &str, note: String) {
+        kit::events::publish(&self.recorder, reference, warning, reason, "Activate", note).await;
+    }
+
+    fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.client.clone(), &self.settings.system_namespace)
+    }
+}
+
+/// Runs the controller until `shutdown`.
+pub async fn run(ctx: Arc<Context>, readiness: &Readiness, shutdown: CancellationToken) {
+    let selector = ctx.settings.selector.clone();
+    let config = kit::watch::config(selector.as_deref());
+    // ResolveSets carry the resolution label (and the resolution's labels, so the selector
+    // matches them too).
+    let config_map_selector = match &selector {
+        Some(selector) => format!("{RESOLUTION_LABEL},{selector}"),
+        None => RESOLUTION_LABEL.to_owned(),
+    };
+    let controller = Controller::new(
+        Api::<ActiveResolution>::all(ctx.client.clone()),
+        config.clone(),
+    );
+    let resolutions = controller.store();
+    let controller = controller
+        .owns(
+            Api::<BundleDeployment>::all(ctx.client.clone()),
+            config.clone(),
+        )
+        // Not `owns`: it would map a namespaced ConfigMap to a namespaced reference to its
+        // cluster-scoped owner, which the controller treats as another object and may
+        // reconcile concurrently with the real one.
+        .watches(
+            ctx.config_maps(),
+            kit::watch::config(Some(&config_map_selector)),
+            |config_map: ConfigMap| owner_of(&config_map),
+        )
+        .watches(Api::<Catalog>::all(ctx.client.clone()), config, {
+            let resolutions = resolutions.clone();
+            move |catalog: Catalog| users_of(&resolutions, &catalog.name_any())
+        })
+        .graceful_shutdown_on(shutdown.cancelled_owned());
+    readiness.track_store("watch:activeresolutions", resolutions);
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "activeresolution reconcile request failed");
+            }
+        })
+        .await;
+}
+
+/// The ActiveResolution controlling a ResolveSet ConfigMap (a cluster-scoped reference).
+fn owner_of(config_map: &ConfigMap) -> Option<ObjectRef<ActiveResolution>> {
+    config_map
+        .owner_references()
+        .iter()
+        .find(|owner| owner.controller == Some(true) && owner.kind == "ActiveResolution")
+        .map(|owner| ObjectRef::new(&owner.name))
+}
+
+/// The ActiveResolutions whose selections name `catalog`.
+fn users_of(
+    resolutions: &Store<ActiveResolution>,
+    catalog: &str,
+) -> Vec<ObjectRef<ActiveResolution>> {
+    let prefix = format!("{catalog}:");
+    resolutions
+        .state()
+        .iter()
+        .filter(|resolution| {
+            resolution
+                .status
+                .as_ref()
+                .is_some_and(|status| status.selections.iter().any(|s| s.starts_with(&prefix)))
+        })
+        .map(|resolution| ObjectRef::from_obj(resolution.as_ref()))
+        .collect()
+}
+
+fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Context>) -> Action {
+    if error.is_conflict() {
+        // Our cache lagged behind deppy-resolver's (or our own) write: recompute on the
+        // current object soon, without alarming anyone.
+        tracing::debug!(active_resolution = %resolution.name_any(), "write conflicted; retrying");
+        return Action::requeue(Duration::from_millis(200));
+    }
+    tracing::warn!(active_resolution = %resolution.name_any(), error = %kit::error_chain(error), "reconcile failed");
+    ctx.backoff
+        .action_for(&format!("ar/{}", resolution.name_any()), error.class())
+}
+
+async fn reconcile(resolution: Arc<ActiveResolution>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if resolution.meta().deletion_timestamp.is_some() {
+        // The wrapper and the ResolveSets go with it through their owner references.
+        return Ok(Action::await_change());
+    }
+    let Some(class) = crate::activator_class(&resolution).and_then(|name| ctx.classes.get(name))
+    else {
+        // Another activator's resolution, or nobody's: not ours to touch.
+        return Ok(Action::await_change());
+    };
+    let timer = ctx.metrics.reconcile.start("activeresolution");
+    let result = reconcile_resolution(&resolution, class.as_ref(), &ctx).await;
+    match &result {
+        Ok(_) => {
+            ctx.backoff.reset(&format!("ar/{}", resolution.name_any()));
+            timer.finish("success");
+        }
+        Err(err) => timer.finish(err.label()),
+    }
+    result
+}
+
+/// What an activation attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    /// The wrapper points at ResolveSet `resolve_set` holding `entities`.
+    Activated {
+        entities: Vec<ResolvedEntity>,
+        resolve_set: String,
+    },
+    /// Nothing was changed on the cluster; `message` says why.
+    Blocked {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+impl Outcome {
+    fn blocked(reason: &'static str, message: impl Into<String>) -> Self {
+        Self::Blocked {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+async fn reconcile_resolution(
+    resolution: &ActiveResolution,
+    class: &dyn ActivatorClass,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let generation = resolution.meta().generation;
+    let current = resolution.status.clone().unwrap_or_default();
+    let resolved = kit::conditions::find(&current.conditions, TYPE_RESOLVED);
+    let outcome = match resolved {
+        // deppy-resolver has not looked at this spec yet: its next write brings us back.
+        None => return Ok(Action::await_change()),
+        Some(condition) if condition.observed_generation != generation => {
+            return Ok(Action::await_change());
+        }
+        Some(condition) if condition.status != status::TRUE => {
+            // Never act on a failed resolution: what is installed stays as it is.
+            Outcome::blocked(
+                reasons::NOT_RESOLVED,
+                format!(
+                    "not activating: Resolved is {} ({}); {}",
+                    condition.status,
+                    condition.reason,
+                    installed_note(resolution)
+                ),
+            )
+        }
+        Some(_) => match activate(resolution, class, ctx).await {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                if !err.is_conflict() {
+                    // Say why on the object as well as in the log, then back off.
+                    let outcome = Outcome::blocked(err.reason(), kit::error_chain(&err));
+                    let _ = write_status(resolution, &current, &outcome, ctx).await;
+                }
+                return Err(err);
+            }
+        },
+    };
+    write_status(resolution, &current, &outcome, ctx).await?;
+    Ok(match outcome {
+        Outcome::Activated { .. } => Action::requeue(RESYNC),
+        Outcome::Blocked { .. } => Action::requeue(BLOCKED_RECHECK),
+    })
+}
+
+/// What stays installed while a resolution cannot be activated, for messages.
+fn installed_note(resolution: &ActiveResolution) -> String {
+    let entities = resolution
+        .status
+        .as_ref()
+        .map(|s| s.entities.as_slice())
+        .unwrap_or_default();
+    if entities.is_empty() {
+        "nothing was installed for it".to_owned()
+    } else {
+        let packages: Vec<&str> = entities.iter().map(|e| e.package.as_str()).collect();
+        format!("the installed bundles stay ({})", packages.join(", "))
+    }
+}
+
+/// Maps selections to entities, writes the ResolveSet and moves the wrapper to it.
+async fn activate(
+    resolution: &ActiveResolution,
+    class: &dyn ActivatorClass,
+    ctx: &Context,
+) -> Result<Outcome, Error> {
+    let name = resolution.name_any();
+    let entities = match selected_entities(resolution, ctx).await? {
+        Ok(entities) => entities,
+        Err(blocked) => return Ok(blocked),
+    };
+    let mut children = Vec::new();
+    for entity in &entities {
+        match class.bundle_deployments(entity) {
+            Ok(deployments) => children.push((entity.selection.package.clone(), deployments)),
+            Err(err) => {
+                return Ok(Outcome::blocked(
+                    reasons::BUNDLE_UNSUPPORTED,
+                    err.to_string(),
+                ));
+            }
+        }
+    }
+    let labels = resolve_set::propagated_labels(resolution);
+    let files = match resolve_set::manifests(&children, &labels) {
+        Ok(files) => files,
+        Err(err @ BuildError::DuplicateChild { .. }) => {
+            return Ok(Outcome::blocked(reasons::APPLY_FAILED, err.to_string()));
+        }
+        Err(source) => {
+            return Err(Error::Build {
+                resolution: name,
+                source,
+            });
+        }
+    };
+    let existing = match existing_wrapper(resolution, ctx).await? {
+        Ok(existing) => existing,
+        Err(blocked) => return Ok(blocked),
+    };
+    let history = history(resolution, ctx).await?;
+    let resolve_set = match ensure_resolve_set(resolution, files, &history, ctx).await? {
+        Ok(name) => name,
+        Err(blocked) => return Ok(blocked),
+    };
+    apply_wrapper(resolution, class, &resolve_set, existing.as_ref(), ctx).await?;
+    prune_history(&history, &resolve_set, ctx).await?;
+    let mut resolved: Vec<ResolvedEntity> = entities
+        .iter()
+        .map(|entity| ResolvedEntity {
+            package: entity.selection.package.clone(),
+            image: entity.bundle.image.clone(),
+        })
+        .collect();
+    resolved.sort_by(|a, b| a.package.cmp(&b.package));
+    Ok(Outcome::Activated {
+        entities: resolved,
+        resolve_set,
+    })
+}
+
+/// Step 1: the catalog bundle of every selection, sorted by package. The inner `Err` is a
+/// selection that cannot be mapped (the user's or the catalog's problem, reported in the
+/// condition); the outer one a transient failure.
+async fn selected_entities(
+    resolution: &ActiveResolution,
+    ctx: &Context,
+) -> Result<Result<Vec<Entity>, Outcome>, Error> {
+    let texts = resolution
+        .status
+        .as_ref()
+        .map(|s| s.selections.clone())
+        .unwrap_or_default();
+    if texts.is_empty() {
+        return Ok(Err(Outcome::blocked(
+            reasons::SELECTION_NOT_FOUND,
+            "the resolution selected no bundles: nothing to install",
+        )));
+    }
+    let mut selections = Vec::new();
+    let mut problems = Vec::new();
+    for text in &texts {
+        match text.parse::<Selection>() {
+            Ok(selection) => selections.push(selection),
+            Err(err) => problems.push(err.to_string()),
+        }
+    }
+    if !problems.is_empty() {
+        return Ok(Err(Outcome::blocked(
+            reasons::SELECTION_NOT_FOUND,
+            problems.join("; "),
+        )));
+    }
+    let catalog_names: BTreeSet<&str> = selections.iter().map(|s| s.catalog.as_str()).collect();
+    let api = Api::<Catalog>::all(ctx.client.clone());
+    let mut indexes = BTreeMap::new();
+    let mut unavailable = Vec::new();
+    for catalog_name in catalog_names {
+        let catalog = api
+            .get_opt(catalog_name)
+            .await
+            .map_err(|source| Error::ReadCatalog {
+                catalog: catalog_name.to_owned(),
+                source,
+            })?;
+        let Some(catalog) = catalog else {
+            unavailable.push(format!("Catalog {catalog_name} does not exist"));
+            continue;
+        };
+        match ctx.catalogs.index(&catalog).await {
+            Ok(index) => {
+                indexes.insert(catalog_name.to_owned(), index);
+            }
+            Err(err) if err.is_transient() => return Err(Error::CatalogContent(err)),
+            Err(err) => unavailable.push(kit::error_chain(&err)),
+        }
+    }
+    if !unavailable.is_empty() {
+        return Ok(Err(Outcome::blocked(
+            reasons::CATALOG_UNAVAILABLE,
+            unavailable.join("; "),
+        )));
+    }
+    let mut entities = Vec::new();
+    for selection in selections {
+        let Some(index) = indexes.get(&selection.catalog) else {
+            continue;
+        };
+        match find_bundle(index, &selection) {
+            Ok(bundle) => entities.push(Entity {
+                bundle: bundle.clone(),
+                selection,
+            }),
+            Err(err) => problems.push(format!("selection {selection}: {err}")),
+        }
+    }
+    if !problems.is_empty() {
+        return Ok(Err(Outcome::blocked(
+            reasons::SELECTION_NOT_FOUND,
+            problems.join("; "),
+        )));
+    }
+    entities.sort_by(|a, b| a.selection.package.cmp(&b.selection.package));
+    Ok(Ok(entities))
+}
+
+/// The BundleDeployment of the wrapper's name, if any, and whether this resolution
+/// controls it (when it does not, it is left alone and the condition says so).
+async fn existing_wrapper(
+    resolution: &ActiveResolution,
+    ctx: &Context,
+) -> Result<Result<Option<BundleDeployment>, Outcome>, Error> {
+    let name = resolve_set::wrapper_name(&resolution.name_any());
+    let existing = Api::<BundleDeployment>::all(ctx.client.clone())
+        .get_opt(&name)
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "read",
+            object: format!("BundleDeployment {name}"),
+            source,
+        })?;
+    let uid = resolution.uid().unwrap_or_default();
+    let controlled = |wrapper: &BundleDeployment| {
+        wrapper
+            .owner_references()
+            .iter()
+            .any(|owner| owner.controller == Some(true) && owner.uid == uid)
+    };
+    Ok(match existing {
+        Some(wrapper) if !controlled(&wrapper) => Err(Outcome::blocked(
+            reasons::APPLY_FAILED,
+            format!(
+                "BundleDeployment {name} already exists and is not controlled by ActiveResolution {}; it was left untouched",
+                resolution.name_any()
+            ),
+        )),
+        existing => Ok(existing),
+    })
+}
+
+/// The resolution's ResolveSet ConfigMaps (only those it owns).
+async fn history(resolution: &ActiveResolution, ctx: &Context) -> Result<Vec<HistoryEntry>, Error> {
+    let name = resolution.name_any();
+    let selector = format!("{RESOLUTION_LABEL}={}", names::label_value(&name));
+    let list = ctx
+        .config_maps()
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "list",
+            object: format!(
+                "ConfigMaps {}/* of ActiveResolution {name}",
+                ctx.settings.system_namespace
+            ),
+            source,
+        })?;
+    let uid = resolution.uid().unwrap_or_default();
+    Ok(list
+        .items
+        .iter()
+        .filter(|cm| cm.owner_references().iter().any(|owner| owner.uid == uid))
+        .map(HistoryEntry::of)
+        .collect())
+}
+
+/// Step 2: the ResolveSet ConfigMap for `files`, created unless the history already holds
+/// it. Returns its name.
+async fn ensure_resolve_set(
+    resolution: &ActiveResolution,
+    files: BTreeMap<String, String>,
+    history: &[HistoryEntry],
+    ctx: &Context,
+) -> Result<Result<String, Outcome>, Error> {
+    let name = resolution.name_any();
+    let config_map_name = resolve_set::config_map_name(&name, &files);
+    if history.iter().any(|entry| entry.name == config_map_name) {
+        return Ok(Ok(config_map_name));
+    }
+    let namespace = &ctx.settings.system_namespace;
+    let config_map = resolve_set::config_map(
+        resolution,
+        namespace,
+        files,
+        resolve_set::next_sequence(history),
+    )
+    .map_err(|source| Error::Build {
+        resolution: name.clone(),
+        source,
+    })?;
+    let object = format!("ConfigMap {namespace}/{config_map_name}");
+    match ctx
+        .config_maps()
+        .create(&PostParams::default(), &config_map)
+        .await
+    {
+        Ok(_) => {
+            ctx.metrics.resolve_sets.inc();
+            tracing::info!(active_resolution = %name, config_map = %config_map_name, "wrote ResolveSet");
+            ctx.event(
+                &resolution.object_ref(&()),
+                false,
+                "ResolveSetWritten",
+                format!("wrote ResolveSet {object}"),
+            )
+            .await;
+            Ok(Ok(config_map_name))
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            // Same name, so same content. Ours when the list raced with its creation;
+            // otherwise it belongs to another object (an earlier ActiveResolution of the
+            // same name, on its way out): wait for it to go.
+            let existing = ctx
+                .config_maps()
+                .get_opt(&config_map_name)
+                .await
+                .map_err(|source| Error::Kube {
+                    verb: "read",
+                    object: object.clone(),
+                    source,
+                })?;
+            let uid = resolution.uid().unwrap_or_default();
+            if existing.is_some_and(|cm| cm.owner_references().iter().any(|o| o.uid == uid)) {
+                return Ok(Ok(config_map_name));
+            }
+            Ok(Err(Outcome::blocked(
+                reasons::APPLY_FAILED,
+                format!(
+                    "{object} exists and is not owned by this ActiveResolution; waiting for it to be deleted"
+                ),
+            )))
+        }
+        Err(source) => Err(Error::Kube {
+            verb: "create",
+            object,
+            source,
+        }),
+    }
+}
+
+/// Step 3: the wrapper BundleDeployment, server-side applied to point at `resolve_set`.
+async fn apply_wrapper(
+    resolution: &ActiveResolution,
+    class: &dyn ActivatorClass,
+    resolve_set: &str,
+    existing: Option<&BundleDeployment>,
+    ctx: &Context,
+) -> Result<(), Error> {
+    let wrapper = resolve_set::wrapper(resolution, resolve_set, class.wrapper_annotations())
+        .map_err(|source| Error::Build {
+            resolution: resolution.name_any(),
+            source,
+        })?;
+    let name = wrapper.name_any();
+    if existing.is_some_and(|existing| resolve_set::wrapper_is_current(existing, &wrapper)) {
+        return Ok(());
+    }
+    let api = Api::<BundleDeployment>::all(ctx.client.clone());
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&wrapper),
+    )
+    .await
+    .map_err(|source| Error::Kube {
+        verb: "apply",
+        object: format!("BundleDeployment {name}"),
+        source,
+    })?;
+    let previous = existing.and_then(resolve_set::wrapper_config_map);
+    if previous != Some(resolve_set) {
+        let note = match previous {
+            Some(previous) => {
+                format!("moved BundleDeployment {name} from ResolveSet {previous} to {resolve_set}")
+            }
+            None => format!("created BundleDeployment {name} for ResolveSet {resolve_set}"),
+        };
+        tracing::info!(active_resolution = %resolution.name_any(), "{note}");
+        ctx.event(&resolution.object_ref(&()), false, "WrapperUpdated", note)
+            .await;
+    }
+    Ok(())
+}
+
+/// Step 4: delete ResolveSets beyond `--history`, never the current one.
+async fn prune_history(
+    history: &[HistoryEntry],
+    current: &str,
+    ctx: &Context,
+) -> Result<(), Error> {
+    for name in resolve_set::to_delete(history, current, ctx.settings.history) {
+        match ctx
+            .config_maps()
+            .delete(&name, &DeleteParams::background())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(Error::Kube {
+                    verb: "delete",
+                    object: format!("ConfigMap {}/{name}", ctx.settings.system_namespace),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The status after `outcome`: entities (only when activated) and the `Activated`
+/// condition.
+fn next_status(
+    current: &ActiveResolutionStatus,
+    outcome: &Outcome,
+    generation: Option<i64>,
+) -> ActiveResolutionStatus {
+    let mut next = current.clone();
+    let (value, reason, message) = match outcome {
+        Outcome::Activated {
+            entities,
+            resolve_set,
+        } => {
+            next.entities = entities.clone();
+            let packages: Vec<String> = entities
+                .iter()
+                .map(|e| format!("{} ({})", e.package, e.image))
+                .collect();
+            (
+                status::TRUE,
+                reasons::ACTIVATED,
+                format!("ResolveSet {resolve_set} installs {}", packages.join(", ")),
+            )
+        }
+        Outcome::Blocked { reason, message } => (status::FALSE, *reason, message.clone()),
+    };
+    set_condition(
+        &mut next.conditions,
+        ConditionUpdate {
+            type_: TYPE_ACTIVATED,
+            status: value,
+            reason,
+            message: &message,
+        },
+        generation,
+        &kit::conditions::now(),
+    );
+    next
+}
+
+/// Step 5: writes `entities` and `Activated` when they changed, announcing condition
+/// changes with Events.
+async fn write_status(
+    resolution: &ActiveResolution,
+    current: &ActiveResolutionStatus,
+    outcome: &Outcome,
+    ctx: &Context,
+) -> Result<(), Error> {
+    let name = resolution.name_any();
+    let next = next_status(current, outcome, resolution.meta().generation);
+    if next == *current {
+        return Ok(());
+    }
+    let patch = serde_json::json!({
+        "metadata": { "resourceVersion": resolution.resource_version() },
+        "status": {
+            "entities": next.entities,
+            "conditions": next.conditions,
+        }
+    });
+    Api::<ActiveResolution>::all(ctx.client.clone())
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "update the status of",
+            object: format!("ActiveResolution {name}"),
+            source,
+        })?;
+    let before = kit::conditions::find(&current.conditions, TYPE_ACTIVATED);
+    if let Some(after) = kit::conditions::find(&next.conditions, TYPE_ACTIVATED)
+        && before.is_none_or(|b| b.status != after.status || b.reason != after.reason)
+    {
+        ctx.event(
+            &resolution.object_ref(&()),
+            after.status == status::FALSE,
+            &after.reason,
+            format!("{TYPE_ACTIVATED}: {}", after.message),
+        )
+        .await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resolve_set_maps_to_its_cluster_scoped_owner() {
+        let config_map: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "r-0123456789",
+                "namespace": "rukpak-system",
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "1"},
+                    {"apiVersion": "deppy.io/v1alpha1", "kind": "ActiveResolution",
+                     "name": "r", "uid": "2", "controller": true},
+                ],
+            },
+        }))
+        .unwrap();
+        let owner = owner_of(&config_map).unwrap();
+        assert_eq!(owner.name, "r");
+        assert_eq!(owner.namespace, None);
+        assert!(owner_of(&ConfigMap::default()).is_none());
+    }
+
+    #[test]
+    fn metrics_are_registered_under_the_component_prefix() {
+        let registry = Registry::new();
+        let metrics = Metrics::register(&registry).unwrap();
+        metrics
+            .reconcile
+            .start("activeresolution")
+            .finish("success");
+        metrics.resolve_sets.inc();
+        let names: Vec<String> = registry
+            .gather()
+            .iter()
+            .map(|family| family.name().to_owned())
+            .collect();
+        for expected in [
+            "resolution_activator_reconcile_total",
+            "resolution_activator_reconcile_duration_seconds",
+            "resolution_activator_resolve_sets_written_total",
+        ] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} in {names:?}"
+            );
+        }
+        assert!(Metrics::register(&registry).is_err(), "registered once");
+    }
+
+    fn entity(package: &str) -> ResolvedEntity {
+        ResolvedEntity {
+            package: package.to_owned(),
+            image: format!("r/{package}:1"),
+        }
+    }
+
+    #[test]
+    fn activation_records_entities_and_a_true_condition() {
+        let outcome = Outcome::Activated {
+            entities: vec![entity("a"), entity("b")],
+            resolve_set: "res-0123456789".to_owned(),
+        };
+        let next = next_status(&ActiveResolutionStatus::default(), &outcome, Some(2));
+        assert_eq!(next.entities, [entity("a"), entity("b")]);
+        let condition = kit::conditions::find(&next.conditions, TYPE_ACTIVATED).unwrap();
+        assert_eq!(condition.status, status::TRUE);
+        assert_eq!(condition.reason, reasons::ACTIVATED);
+        assert_eq!(condition.observed_generation, Some(2));
+        assert!(
+            condition.message.contains("res-0123456789"),
+            "{}",
+            condition.message
+        );
+        // Unchanged input: no write.
+        assert_eq!(next_status(&next, &outcome, Some(2)), next);
+    }
+
+    #[test]
+    fn a_blocked_activation_keeps_entities_and_other_conditions() {
+        let mut current = ActiveResolutionStatus {
+            selections: vec!["c:a:1.0.0:stable".to_owned()],
+            entities: vec![entity("a")],
+            ..ActiveResolutionStatus::default()
+        };
+        set_condition(
+            &mut current.conditions,
+            ConditionUpdate {
+                type_: TYPE_RESOLVED,
+                status: status::FALSE,
+                reason: "ConstraintsNotSatisfiable",
+                message: "no",
+            },
+            Some(3),
+            &kit::conditions::now(),
+        );
+        let outcome = Outcome::blocked(reasons::NOT_RESOLVED, "not activating");
+        let next = next_status(&current, &outcome, Some(3));
+        assert_eq!(next.entities, current.entities);
+        assert_eq!(next.selections, current.selections);
+        assert_eq!(
+            kit::conditions::find(&next.conditions, TYPE_RESOLVED),
+            kit::conditions::find(&current.conditions, TYPE_RESOLVED)
+        );
+        let activated = kit::conditions::find(&next.conditions, TYPE_ACTIVATED).unwrap();
+        assert_eq!(activated.status, status::FALSE);
+        assert_eq!(activated.reason, reasons::NOT_RESOLVED);
+    }
+}

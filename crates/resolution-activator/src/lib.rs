@@ -1,0 +1,58 @@
+//! The resolution activator: turns resolved ActiveResolutions into units that RukPak
+//! installs, pivots and deletes as one.
+//!
+//! For each ActiveResolution whose `deppy.io/activator-class` annotation names a
+//! class this process serves (see [`classes`]), once deppy-resolver has set `Resolved=True`:
+//!
+//! 1. every selection (`catalog:package:version:channel`, [`selection`]) is looked up in its
+//!    Catalog's content, read from Deppy's content store ([`catalogs`]);
+//! 2. the class turns each selected bundle into child BundleDeployments;
+//! 3. they are written as an immutable ResolveSet ConfigMap in RukPak's system namespace, one
+//!    `<package>-bd.yaml` per entity, named `<resolution>-<content hash>` ([`resolve_set`]);
+//! 4. the wrapper BundleDeployment (named after the resolution, plain+v0, owned by the
+//!    ActiveResolution) is pointed at it, so RukPak pivots the children: new ones are
+//!    applied, unselected ones pruned;
+//! 5. the last `--history` ResolveSets are kept as the record of past decisions;
+//! 6. `status.entities` and the `Activated` condition say what happened.
+//!
+//! A resolution that is not `Resolved=True` is never acted on: what is installed stays.
+//! The [`controller`] runs it all; `resolution-activator run` is the binary.
+
+pub mod catalogs;
+pub mod classes;
+pub mod controller;
+pub mod names;
+pub mod resolve_set;
+pub mod selection;
+
+#[cfg(test)]
+mod fixtures;
+
+pub use classes::{ActivatorClass, Classes, Entity};
+pub use controller::{Context, Metrics, Settings};
+pub use selection::Selection;
+
+/// The activator class `resolution` names in [`deppy_api::ACTIVATOR_CLASS_ANNOTATION`].
+pub fn activator_class(resolution: &deppy_api::ActiveResolution) -> Option<&str> {
+    use kube::ResourceExt;
+    resolution
+        .annotations()
+        .get(deppy_api::ACTIVATOR_CLASS_ANNOTATION)
+        .map(String::as_str)
+}
+
+/// Reasons of the `Activated` condition on ActiveResolutions (also the Event reasons).
+pub mod reasons {
+    /// The wrapper BundleDeployment points at the ResolveSet of the current selections.
+    pub const ACTIVATED: &str = "Activated";
+    /// `Resolved` is not True: nothing is changed, what is installed stays.
+    pub const NOT_RESOLVED: &str = "NotResolved";
+    /// A selection does not parse, or names no bundle in its catalog (the message names it).
+    pub const SELECTION_NOT_FOUND: &str = "SelectionNotFound";
+    /// A Catalog named by a selection is missing or its content cannot be read.
+    pub const CATALOG_UNAVAILABLE: &str = "CatalogUnavailable";
+    /// The class cannot install a selected bundle (e.g. it has no image).
+    pub const BUNDLE_UNSUPPORTED: &str = "BundleUnsupported";
+    /// Writing the ResolveSet or the wrapper failed, or another object holds the name.
+    pub const APPLY_FAILED: &str = "ApplyFailed";
+}
