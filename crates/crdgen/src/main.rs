@@ -8,6 +8,8 @@
 //!   `config.openshift.io_clusterversions.yaml`: ClusterOperator and ClusterVersion CRDs
 //!   for clusters that are not OpenShift (kind, the local control plane).
 
+mod reference;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,6 +31,10 @@ struct Args {
     /// The deploy directory.
     #[arg(default_value = "deploy")]
     deploy_dir: PathBuf,
+
+    /// The API reference rendered from the CRDs.
+    #[arg(long, default_value = "docs/api-reference.md")]
+    reference: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -195,8 +201,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let reference = reference::render(&project_crds());
     if args.check {
-        let problems = drift(&args.deploy_dir, &files);
+        let mut problems = drift(&args.deploy_dir, &files);
+        match std::fs::read_to_string(&args.reference) {
+            Ok(existing) if existing == reference => {}
+            Ok(_) => problems.push(format!("{} differs", args.reference.display())),
+            Err(_) => problems.push(format!("{} is missing", args.reference.display())),
+        }
         if problems.is_empty() {
             println!("crdgen: {} generated files are up to date", files.len());
             return ExitCode::SUCCESS;
@@ -209,6 +221,14 @@ fn main() -> ExitCode {
             eprintln!("  {problem}");
         }
         eprintln!("run `make generate` and commit the result");
+        return ExitCode::FAILURE;
+    }
+    if let Err(source) = std::fs::write(&args.reference, &reference) {
+        let err = Error::Write {
+            path: args.reference.clone(),
+            source,
+        };
+        eprintln!("crdgen: {err}: {}", source_chain(&err));
         return ExitCode::FAILURE;
     }
     match write(&args.deploy_dir, &files) {
