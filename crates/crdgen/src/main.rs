@@ -272,7 +272,8 @@ mod tests {
                 file_name(&crd)
             );
         }
-        assert_eq!(files.len(), project_crds().len() + 2);
+        // Plus the kustomization and the two compat CRDs (ClusterOperator, ClusterVersion).
+        assert_eq!(files.len(), project_crds().len() + 3);
     }
 
     #[test]
