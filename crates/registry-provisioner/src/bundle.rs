@@ -19,6 +19,9 @@ pub const PACKAGE_ANNOTATION: &str = "operators.operatorframework.io.bundle.pack
 pub const MEDIATYPE_ANNOTATION: &str = "operators.operatorframework.io.bundle.mediatype.v1";
 /// The only mediatype this crate converts.
 pub const REGISTRY_V1: &str = "registry+v1";
+/// The UTF-8 byte order mark some editors put at the start of files.
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// Kind of the ClusterServiceVersion.
 pub const CSV_KIND: &str = "ClusterServiceVersion";
 
@@ -164,6 +167,8 @@ pub fn read<'a>(
     let mut csv: Option<(String, DynamicObject)> = None;
     let mut others = Vec::new();
     for (path, bytes) in manifests {
+        // Editors on Windows start files with a byte order mark; YAML allows it.
+        let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
         for object in rukpak_provisioner::manifest::parse_documents(path, bytes)? {
             let is_csv = object
                 .types
@@ -210,6 +215,7 @@ fn read_annotations(bytes: &[u8]) -> Result<String, ConvertError> {
         file: ANNOTATIONS_FILE.to_owned(),
         message,
     };
+    let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|err| invalid(format!("not UTF-8: {err}")))?;
     let file: AnnotationsFile =
         serde_yaml_ng::from_str(text).map_err(|err| invalid(err.to_string()))?;

@@ -81,8 +81,18 @@ pub enum ConvertError {
     #[error("failed to read the deployment config: {0}")]
     InvalidConfig(String),
     /// The target namespaces are not allowed by the CSV's install modes.
-    #[error("failed to validate target namespaces: {0}")]
-    InstallMode(String),
+    #[error(
+        "failed to validate target namespaces against ClusterServiceVersion {name:?} in {file}: {message}"
+    )]
+    InstallMode {
+        /// File of the CSV.
+        file: String,
+        /// Name of the CSV.
+        name: String,
+        /// Upstream's message, e.g. `supported install modes [OwnNamespace] do not support
+        /// target namespaces [other]`.
+        message: String,
+    },
     /// A manifest has a kind that OLM does not allow in bundles.
     #[error(
         "failed to convert {file}: bundle contains unsupported resource: Name: {name}, Kind: {kind}"

@@ -56,15 +56,17 @@ pub fn supported_modes(bundle: &Bundle) -> BTreeSet<String> {
         .collect()
 }
 
-/// The target namespaces, sorted and deduplicated, after defaulting and validation.
+/// The target namespaces, sorted and deduplicated, after defaulting and validation against
+/// the modes of `bundle`'s CSV.
 ///
 /// With none requested the default is `[""]` (all namespaces) when AllNamespaces is
 /// supported, else `[install_namespace]` when OwnNamespace is. `[""]` means all namespaces.
 pub fn target_namespaces(
-    supported: &BTreeSet<String>,
+    bundle: &Bundle,
     install_namespace: &str,
     requested: &[String],
 ) -> Result<Vec<String>, ConvertError> {
+    let supported = supported_modes(bundle);
     let mut targets: Vec<String> = requested.to_vec();
     if targets.is_empty() {
         if supported.contains(ALL_NAMESPACES) {
@@ -75,7 +77,13 @@ pub fn target_namespaces(
     }
     targets.sort();
     targets.dedup();
-    validate(supported, install_namespace, &targets)?;
+    validate(&supported, install_namespace, &targets).map_err(|message| {
+        ConvertError::InstallMode {
+            file: bundle.csv_file.clone(),
+            name: bundle.csv.metadata.name.clone(),
+            message,
+        }
+    })?;
     Ok(targets)
 }
 
@@ -83,10 +91,10 @@ fn validate(
     supported: &BTreeSet<String>,
     install_namespace: &str,
     targets: &[String],
-) -> Result<(), ConvertError> {
+) -> Result<(), String> {
     let modes: Vec<&str> = supported.iter().map(String::as_str).collect();
     let modes = format!("[{}]", modes.join(" "));
-    let fail = |message: String| Err(ConvertError::InstallMode(message));
+    let fail = |message: String| Err(message);
     match targets {
         [] => {
             if supported.contains(ALL_NAMESPACES) {

@@ -4,16 +4,20 @@
 //!
 //! The conversion follows operator-controller's registry+v1 rules (see
 //! [`objects`] for the output order and naming scheme, [`install_modes`] for namespaces).
+//! [`render`] reads bundle directories and writes YAML for `registry-provisioner render`;
+//! [`RegistryFormat`] is what `registry-provisioner run` gives the apply engine. See
+//! `docs/registry-provisioner.md`.
 
 pub mod bundle;
 pub mod crd;
 pub mod error;
 pub mod install_modes;
 pub mod objects;
+pub mod render;
 
 use kube::api::DynamicObject;
 use rukpak_api::BundleDeployment;
-use rukpak_provisioner::controller::BundleFormat;
+use rukpak_provisioner::controller::{BundleFormat, Plan};
 
 pub use error::ConvertError;
 
@@ -75,18 +79,43 @@ impl Options {
     }
 }
 
+/// The result of converting a bundle: the objects and the namespaces they were made for.
+#[derive(Debug, Clone)]
+pub struct Conversion {
+    /// The install namespace (of the operator's Deployments, ServiceAccounts and other
+    /// namespaced manifests).
+    pub install_namespace: String,
+    /// The namespaces the operator watches, sorted; `[""]` for all namespaces.
+    pub target_namespaces: Vec<String>,
+    /// The plain objects, in a deterministic order (see [`objects`]).
+    pub objects: Vec<DynamicObject>,
+}
+
+/// Converts a registry+v1 bundle given as `(path, bytes)` pairs (paths relative to the
+/// bundle root) into plain objects, in a deterministic order, with the namespaces used.
+pub fn conversion<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    options: &Options,
+) -> Result<Conversion, ConvertError> {
+    let bundle = bundle::read(files)?;
+    let namespace = install_modes::install_namespace(&bundle, options.install_namespace.as_deref());
+    let targets =
+        install_modes::target_namespaces(&bundle, &namespace, &options.target_namespaces)?;
+    let objects = objects::generate(&bundle, &namespace, &targets)?;
+    Ok(Conversion {
+        install_namespace: namespace,
+        target_namespaces: targets,
+        objects,
+    })
+}
+
 /// Converts a registry+v1 bundle given as `(path, bytes)` pairs (paths relative to the
 /// bundle root) into plain objects, in a deterministic order.
 pub fn convert<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     options: &Options,
 ) -> Result<Vec<DynamicObject>, ConvertError> {
-    let bundle = bundle::read(files)?;
-    let namespace = install_modes::install_namespace(&bundle, options.install_namespace.as_deref());
-    let supported = install_modes::supported_modes(&bundle);
-    let targets =
-        install_modes::target_namespaces(&supported, &namespace, &options.target_namespaces)?;
-    objects::generate(&bundle, &namespace, &targets)
+    conversion(files, options).map(|conversion| conversion.objects)
 }
 
 /// The registry+v1 format: the bundle is converted into plain objects.
@@ -103,12 +132,27 @@ impl BundleFormat for RegistryFormat {
         files: &content::FileMap,
         deployment: &BundleDeployment,
     ) -> Result<Vec<DynamicObject>, String> {
+        self.plan(files, deployment).map(|plan| plan.objects)
+    }
+
+    /// The objects, and the install namespace the bundle resolved to (from the
+    /// deployment, else the CSV's suggested namespace, else `<package>-system`): the engine
+    /// creates it when missing and removes it with the bundle unless it holds anything else.
+    fn plan(
+        &self,
+        files: &content::FileMap,
+        deployment: &BundleDeployment,
+    ) -> Result<Plan, String> {
         let options = Options::from_deployment(deployment).map_err(|err| err.to_string())?;
-        convert(
+        let conversion = conversion(
             files.iter().map(|(path, bytes)| (path, bytes.as_ref())),
             &options,
         )
-        .map_err(|err| err.to_string())
+        .map_err(|err| err.to_string())?;
+        Ok(Plan {
+            objects: conversion.objects,
+            install_namespace: Some(conversion.install_namespace),
+        })
     }
 }
 

@@ -234,15 +234,17 @@ pub fn generate(
             TARGET_NAMESPACES_ANNOTATION.to_owned(),
             Value::String(target_list.clone()),
         );
-        let what = || format!("Deployment {install_namespace}/{}", deployment.name);
-        let template = ensure_object(&mut spec, "template").ok_or_else(|| ConvertError::Build {
-            what: what(),
-            message: "spec.template is not an object".to_owned(),
-        })?;
-        let metadata = ensure_object(template, "metadata").ok_or_else(|| ConvertError::Build {
-            what: what(),
-            message: "spec.template.metadata is not an object".to_owned(),
-        })?;
+        let invalid = |field: &str| ConvertError::InvalidCsv {
+            file: bundle.csv_file.clone(),
+            name: csv_name.to_owned(),
+            message: format!(
+                "spec.install.spec.deployments[{}].spec.{field} is not an object",
+                deployment.name
+            ),
+        };
+        let template = ensure_object(&mut spec, "template").ok_or_else(|| invalid("template"))?;
+        let metadata =
+            ensure_object(template, "metadata").ok_or_else(|| invalid("template.metadata"))?;
         if let Value::Object(map) = metadata {
             map.insert(
                 "annotations".to_owned(),

@@ -262,8 +262,10 @@ fn multi_namespace_is_rejected_when_unsupported() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "failed to validate target namespaces: supported install modes \
-         [AllNamespaces OwnNamespace SingleNamespace] do not support target namespaces [a b]"
+        "failed to validate target namespaces against ClusterServiceVersion \
+         \"memcached-operator.v0.0.1\" in manifests/memcached-operator.clusterserviceversion.yaml: \
+         supported install modes [AllNamespaces OwnNamespace SingleNamespace] do not support \
+         target namespaces [a b]"
     );
 }
 
@@ -302,10 +304,13 @@ fn own_namespace_is_rejected_when_neither_own_nor_single_namespace_is_supported(
         .unwrap_err();
     assert_eq!(
         err,
-        ConvertError::InstallMode(
-            "supported install modes [AllNamespaces] do not support target namespaces [ops]"
-                .to_owned()
-        )
+        ConvertError::InstallMode {
+            file: CSV_FILE.to_owned(),
+            name: CSV_NAME.to_owned(),
+            message:
+                "supported install modes [AllNamespaces] do not support target namespaces [ops]"
+                    .to_owned()
+        }
     );
 }
 
@@ -883,5 +888,25 @@ fn a_csv_owning_api_services_is_rejected() {
         err.to_string()
             .ends_with("owned apiServiceDefinitions are not supported"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_deployment_spec_of_the_wrong_shape_is_an_error_naming_the_csv_file() {
+    let err = Files::memcached()
+        .edit(
+            CSV_FILE,
+            "          strategy: {}\n          template:\n            metadata:\n",
+            "          strategy: {}\n          template: [not, an, object]\n          unused:\n            metadata:\n",
+        )
+        .convert(&Options::default())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to read ClusterServiceVersion \"{CSV_NAME}\" in {CSV_FILE}: \
+             spec.install.spec.deployments[memcached-operator-controller-manager].spec.template \
+             is not an object"
+        )
     );
 }

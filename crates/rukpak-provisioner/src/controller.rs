@@ -50,6 +50,30 @@ pub trait BundleFormat: Send + Sync + 'static {
         files: &content::FileMap,
         deployment: &BundleDeployment,
     ) -> Result<Vec<DynamicObject>, String>;
+
+    /// The objects to apply and the install namespace (the default namespace of namespaced
+    /// objects; created when missing and then removed with the bundle, unless it holds
+    /// anything else). The default is [`Self::objects`] and `spec.installNamespace`; formats
+    /// that derive the namespace from the bundle itself override this.
+    fn plan(
+        &self,
+        files: &content::FileMap,
+        deployment: &BundleDeployment,
+    ) -> Result<Plan, String> {
+        Ok(Plan {
+            objects: self.objects(files, deployment)?,
+            install_namespace: deployment.spec.install_namespace.clone(),
+        })
+    }
+}
+
+/// What a [`BundleFormat`] makes of a bundle for one BundleDeployment.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The objects to apply.
+    pub objects: Vec<DynamicObject>,
+    /// The install namespace, if any.
+    pub install_namespace: Option<String>,
 }
 
 /// Settings of the controller.
@@ -354,18 +378,23 @@ async fn install<F: BundleFormat>(
         Ok(files) => files,
         Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
     };
-    let mut objects = match ctx.format.objects(&files, deployment) {
-        Ok(objects) => objects,
+    let Plan {
+        mut objects,
+        install_namespace,
+    } = match ctx.format.plan(&files, deployment) {
+        Ok(plan) => plan,
         Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
     };
-    if let Some(namespace) = install_namespace_to_manage(ctx, deployment, &objects).await? {
+    if let Some(namespace) =
+        install_namespace_to_manage(ctx, deployment, install_namespace.as_deref(), &objects).await?
+    {
         objects.insert(0, namespace);
     }
     let (applier, warnings) = ctx.applier_for(deployment)?;
     let request = ApplyRequest {
         owner: deployment.name_any(),
         objects,
-        install_namespace: deployment.spec.install_namespace.clone(),
+        install_namespace,
         collision_protection: deployment.spec.collision_protection,
         previous_inventory: current.inventory.clone(),
     };
@@ -432,16 +461,18 @@ async fn install<F: BundleFormat>(
     })
 }
 
-/// The Namespace object to add for `spec.installNamespace`: when it is missing, or was
-/// created by this BundleDeployment before, it is managed like the bundle's own objects
-/// (and so removed with them, unless it holds anything else). An existing namespace of
-/// someone else's is used as it is and never claimed.
+/// The Namespace object to add for the install namespace (`spec.installNamespace`, or the
+/// format's [`Plan::install_namespace`]): when it is missing, or was created by this
+/// BundleDeployment before, it is managed like the bundle's own objects (and so removed
+/// with them, unless it holds anything else). An existing namespace of someone else's is
+/// used as it is and never claimed.
 async fn install_namespace_to_manage<F: BundleFormat>(
     ctx: &Context<F>,
     deployment: &BundleDeployment,
+    install_namespace: Option<&str>,
     objects: &[DynamicObject],
 ) -> Result<Option<DynamicObject>, Error> {
-    let Some(name) = deployment.spec.install_namespace.as_deref() else {
+    let Some(name) = install_namespace else {
         return Ok(None);
     };
     let in_bundle = objects.iter().any(|o| {

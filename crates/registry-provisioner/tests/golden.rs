@@ -1,0 +1,510 @@
+//! Golden tests: every directory under `tests/golden/<case>/` holds a registry+v1 bundle
+//! (`bundle/`), the conversion options (`options.yaml`, the keys of a BundleDeployment's
+//! `spec.config`) and the expected result: `expected.yaml` (the `render` output) or
+//! `expected.error` (the error message). Run with `UPDATE_GOLDEN=1` to rewrite the expected
+//! files after a deliberate change; a missing expected file fails the test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use registry_provisioner::{Options, conversion, render};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Every case, in `tests/golden/`; a directory not listed here fails
+/// `every_golden_directory_is_a_case`.
+const CASES: &[&str] = &[
+    "all-namespaces",
+    "extra-objects",
+    "huge-crd",
+    "messy",
+    "missing-csv",
+    "multi-namespace",
+    "own-namespace",
+    "single-namespace",
+    "two-csvs",
+    "unsupported-install-mode",
+    "unsupported-kind",
+    "v1beta1-crd",
+    "webhook-csv",
+];
+
+fn golden(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(case)
+}
+
+fn updating() -> bool {
+    std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The options of a case, from `options.yaml` (absent keys take the defaults).
+fn options(case: &str) -> Options {
+    let text = std::fs::read_to_string(golden(case).join("options.yaml")).unwrap_or_default();
+    let value: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
+    Options {
+        install_namespace: value["installNamespace"].as_str().map(str::to_owned),
+        target_namespaces: value["targetNamespaces"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|ns| ns.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Converts files and renders them as `render` does: the YAML stream, or the error message.
+fn render_files(files: &[(String, Vec<u8>)], options: &Options) -> Result<String, String> {
+    let converted = conversion(
+        files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+        options,
+    )
+    .map_err(|err| err.to_string())?;
+    Ok(render::to_yaml(&converted.objects).unwrap())
+}
+
+fn render_case(case: &str) -> Result<String, String> {
+    let files = render::read_dir(&golden(case).join("bundle")).unwrap();
+    render_files(&files, &options(case))
+}
+
+/// Compares `actual` with `<case>/<file>`, or writes it there under `UPDATE_GOLDEN=1`.
+fn compare(case: &str, file: &str, actual: &str) {
+    let path = golden(case).join(file);
+    if updating() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+        panic!(
+            "{}: {err}; run with UPDATE_GOLDEN=1 to create it",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(e, a)| e != a)
+            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from the conversion, first at line {}:\n  expected: {:?}\n  actual:   {:?}\n\
+             (run with UPDATE_GOLDEN=1 to accept the new output)",
+            path.display(),
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line),
+        );
+    }
+}
+
+/// A case that converts: its output matches `expected.yaml`, no `expected.error` exists,
+/// and a second conversion is byte-identical.
+fn converts(case: &str) -> String {
+    let yaml = render_case(case).unwrap_or_else(|err| panic!("{case}: {err}"));
+    assert!(
+        !golden(case).join("expected.error").exists(),
+        "{case} converts but has an expected.error"
+    );
+    compare(case, "expected.yaml", &yaml);
+    assert_eq!(
+        render_case(case).unwrap(),
+        yaml,
+        "{case}: not deterministic"
+    );
+    yaml
+}
+
+/// A case that fails: its message matches `expected.error` (one line) and names `file`.
+fn fails(case: &str, file: &str) -> String {
+    let message = match render_case(case) {
+        Ok(_) => panic!("{case}: converted, but an error was expected"),
+        Err(message) => message,
+    };
+    assert!(
+        !golden(case).join("expected.yaml").exists(),
+        "{case} fails but has an expected.yaml"
+    );
+    compare(case, "expected.error", &format!("{message}\n"));
+    assert!(message.contains(file), "{message:?} does not name {file}");
+    message
+}
+
+/// Kinds of the rendered documents, in order.
+fn kinds(yaml: &str) -> Vec<String> {
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|doc| {
+            let value: Value = serde::Deserialize::deserialize(doc).unwrap();
+            value["kind"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+fn documents(yaml: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .collect()
+}
+
+fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+#[test]
+fn every_golden_directory_is_a_case() {
+    let mut found: Vec<String> = std::fs::read_dir(golden(""))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    found.sort();
+    assert_eq!(found, CASES);
+}
+
+#[test]
+fn all_namespaces_only() {
+    let yaml = converts("all-namespaces");
+    let docs = documents(&yaml);
+    // Namespaced permissions are promoted: no Role, every binding cluster-wide.
+    assert!(
+        !kinds(&yaml)
+            .iter()
+            .any(|k| k == "Role" || k == "RoleBinding")
+    );
+    let deployment = find(&docs, "Deployment", "cert-manager");
+    assert_eq!(deployment["metadata"]["namespace"], "cert-manager");
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"],
+        ""
+    );
+}
+
+#[test]
+fn own_namespace_by_default_when_all_namespaces_is_unsupported() {
+    let yaml = converts("own-namespace");
+    let docs = documents(&yaml);
+    let ns = "own-namespace-operator-system";
+    let deployment = find(
+        &docs,
+        "Deployment",
+        "own-namespace-operator-controller-manager",
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"],
+        ns
+    );
+    for doc in docs
+        .iter()
+        .filter(|d| d["kind"] == "Role" || d["kind"] == "RoleBinding")
+    {
+        assert_eq!(doc["metadata"]["namespace"], ns);
+    }
+}
+
+#[test]
+fn single_namespace_watches_another_namespace() {
+    let yaml = converts("single-namespace");
+    let docs = documents(&yaml);
+    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
+    assert_eq!(role["metadata"]["namespace"], "monitoring");
+    let binding = docs.iter().find(|d| d["kind"] == "RoleBinding").unwrap();
+    assert_eq!(binding["subjects"][0]["namespace"], "grafana");
+}
+
+#[test]
+fn multi_namespace_gets_roles_in_each_target() {
+    let yaml = converts("multi-namespace");
+    let docs = documents(&yaml);
+    let mut role_namespaces: Vec<&str> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Role")
+        .map(|d| d["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    role_namespaces.sort_unstable();
+    // Two permissions (two ServiceAccounts) in each of two namespaces.
+    assert_eq!(role_namespaces, ["team-a", "team-a", "team-b", "team-b"]);
+    let deployment = find(&docs, "Deployment", "prometheus-operator");
+    assert_eq!(deployment["metadata"]["namespace"], "prometheus-system");
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"],
+        "team-a,team-b"
+    );
+}
+
+#[test]
+fn v1beta1_crds_become_v1() {
+    let yaml = converts("v1beta1-crd");
+    let docs = documents(&yaml);
+    for name in [
+        "etcdclusters.etcd.database.coreos.com",
+        "etcdbackups.etcd.database.coreos.com",
+    ] {
+        let crd = find(&docs, "CustomResourceDefinition", name);
+        assert_eq!(crd["apiVersion"], "apiextensions.k8s.io/v1");
+        assert!(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].is_object());
+        assert!(crd["spec"].get("validation").is_none());
+    }
+}
+
+#[test]
+fn extra_objects_move_into_the_install_namespace() {
+    let yaml = converts("extra-objects");
+    let docs = documents(&yaml);
+    for (kind, name) in [
+        (
+            "Service",
+            "memcached-operator-controller-manager-metrics-service",
+        ),
+        ("ConfigMap", "memcached-operator-manager-config"),
+        ("ServiceMonitor", "memcached-operator-metrics-monitor"),
+        ("PrometheusRule", "memcached-operator-alerts"),
+        ("Secret", "memcached-operator-defaults"),
+        ("PodDisruptionBudget", "memcached-operator"),
+    ] {
+        assert_eq!(
+            find(&docs, kind, name)["metadata"]["namespace"],
+            "memcached-operator-system",
+            "{kind} {name}"
+        );
+    }
+    for (kind, name) in [
+        ("PriorityClass", "memcached-operator-critical"),
+        ("ClusterRole", "memcached-operator-metrics-reader"),
+        ("ConsoleYAMLSample", "memcached-sample"),
+    ] {
+        assert!(
+            find(&docs, kind, name)["metadata"]
+                .get("namespace")
+                .is_none()
+        );
+    }
+    // The bundle ships the manager's ServiceAccount: it is not generated a second time.
+    let accounts = docs
+        .iter()
+        .filter(|d| d["kind"] == "ServiceAccount")
+        .count();
+    assert_eq!(accounts, 1);
+}
+
+#[test]
+fn messy_bundles_convert() {
+    let yaml = converts("messy");
+    let docs = documents(&yaml);
+    // CRLF, a byte order mark, JSON, empty documents and `...` markers all parse.
+    find(&docs, "Service", "messy-operator-metrics");
+    find(&docs, "ServiceAccount", "messy-helper-sa");
+    find(&docs, "ConfigMap", "messy-settings");
+    // The helper uses the default ServiceAccount, which is never generated.
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d["kind"] == "ServiceAccount" && d["metadata"]["name"] == "default")
+    );
+    // An env value YAML 1.1 would read as a boolean stays a string.
+    assert!(yaml.contains("value: \"on\""), "{yaml}");
+}
+
+#[test]
+fn unsupported_kind_is_rejected() {
+    let message = fails("unsupported-kind", "manifests/podmonitor.yaml");
+    assert!(message.contains("Kind: PodMonitor"), "{message}");
+}
+
+#[test]
+fn webhook_csv_is_rejected() {
+    let message = fails(
+        "webhook-csv",
+        "manifests/memcached-operator.clusterserviceversion.yaml",
+    );
+    assert!(
+        message.ends_with("webhookDefinitions are not supported"),
+        "{message}"
+    );
+}
+
+#[test]
+fn missing_csv_is_rejected() {
+    fails("missing-csv", "manifests/");
+}
+
+#[test]
+fn two_csvs_are_rejected_naming_both_files() {
+    let message = fails(
+        "two-csvs",
+        "manifests/memcached-operator.v0.1.0.clusterserviceversion.yaml",
+    );
+    assert!(
+        message.contains("manifests/memcached-operator.clusterserviceversion.yaml"),
+        "{message}"
+    );
+}
+
+#[test]
+fn unsupported_install_mode_is_rejected() {
+    let message = fails(
+        "unsupported-install-mode",
+        "manifests/own-namespace-operator.clusterserviceversion.yaml",
+    );
+    assert_eq!(
+        message,
+        "failed to validate target namespaces against ClusterServiceVersion \"own-namespace-operator.v1.0.0\" in \
+         manifests/own-namespace-operator.clusterserviceversion.yaml: supported install modes [OwnNamespace] do not \
+         support target namespaces [other]"
+    );
+}
+
+/// A multi-megabyte CRD, generated (the same every time) rather than committed; the output
+/// is checked by size and SHA-256 against `huge-crd/expected.sha256`.
+#[test]
+fn huge_crd_converts() {
+    let mut files = render::read_dir(&golden("extra-objects").join("bundle")).unwrap();
+    let mut properties = String::new();
+    for i in 0..30_000 {
+        properties.push_str(&format!(
+            "              field{i:05}:\n                description: \"A generated field, number {i}, of a schema as large as real operators ship.\"\n                type: string\n                maxLength: {}\n",
+            64 + i % 512
+        ));
+    }
+    let crd = format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: bigs.example.com\nspec:\n  group: example.com\n  names: {{kind: Big, listKind: BigList, plural: bigs, singular: big}}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n{properties}"
+    );
+    assert!(crd.len() > 4_000_000, "{}", crd.len());
+    files.push((
+        "manifests/bigs.example.com.yaml".to_owned(),
+        crd.into_bytes(),
+    ));
+    let yaml = render_files(&files, &Options::default()).unwrap();
+    assert!(yaml.len() > 4_000_000);
+    let docs = documents(&yaml);
+    let big = find(&docs, "CustomResourceDefinition", "bigs.example.com");
+    let fields = &big["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    assert_eq!(fields.as_object().unwrap().len(), 30_000);
+    let digest = format!(
+        "{:x}  {} bytes\n",
+        Sha256::digest(yaml.as_bytes()),
+        yaml.len()
+    );
+    compare("huge-crd", "expected.sha256", &digest);
+    assert_eq!(render_files(&files, &Options::default()).unwrap(), yaml);
+}
+
+fn binary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_registry-provisioner"))
+}
+
+#[test]
+fn the_render_command_prints_the_golden_output() {
+    let bundle = golden("multi-namespace").join("bundle");
+    let output = binary()
+        .arg("render")
+        .arg(&bundle)
+        .args(["--target-namespaces", "team-b,team-a"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let expected =
+        std::fs::read_to_string(golden("multi-namespace").join("expected.yaml")).unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+
+    let bundle = golden("single-namespace").join("bundle");
+    let output = binary()
+        .arg("render")
+        .arg(&bundle)
+        .args([
+            "--install-namespace",
+            "grafana",
+            "--target-namespaces=monitoring",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let expected =
+        std::fs::read_to_string(golden("single-namespace").join("expected.yaml")).unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+}
+
+#[test]
+fn the_render_command_reports_errors_on_stderr_with_a_failure_status() {
+    let bundle = golden("unsupported-kind").join("bundle");
+    let output = binary().arg("render").arg(&bundle).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    let expected =
+        std::fs::read_to_string(golden("unsupported-kind").join("expected.error")).unwrap();
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        format!(
+            "registry-provisioner: failed to render bundle {}: {expected}",
+            bundle.display()
+        )
+    );
+
+    let output = binary()
+        .args(["render", "/nonexistent/bundle"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with(
+            "registry-provisioner: failed to render bundle /nonexistent/bundle: failed to list directory /nonexistent/bundle: "
+        ),
+        "{stderr}"
+    );
+}
+
+/// Damaged bundles never crash the converter: every golden bundle with each manifest cut
+/// short at several points, or replaced by pathological YAML, converts or fails with a
+/// message naming a bundle file.
+#[test]
+fn damaged_bundles_fail_with_messages_naming_a_file() {
+    let pathological: [(&str, String); 4] = [
+        ("deep", "[".repeat(1_000)),
+        ("deep-maps", "a:\n".to_owned() + &"{a: ".repeat(1_000)),
+        (
+            "aliases",
+            "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n\
+             c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n\
+             e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n\
+             g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+                .to_owned(),
+        ),
+        ("binary", String::from_utf8_lossy(&[0xff, 0xfe, 0, 1, 2, 0x80]).into_owned()),
+    ];
+    let mut checked = 0;
+    for case in ["all-namespaces", "messy", "v1beta1-crd"] {
+        let files = render::read_dir(&golden(case).join("bundle")).unwrap();
+        let options = options(case);
+        for (index, (path, bytes)) in files.iter().enumerate() {
+            let mut variants: Vec<Vec<u8>> = (1..8)
+                .map(|n| bytes[..bytes.len() * n / 8].to_vec())
+                .collect();
+            variants.extend(
+                pathological
+                    .iter()
+                    .map(|(_, text)| text.clone().into_bytes()),
+            );
+            for variant in variants {
+                let mut damaged = files.clone();
+                damaged[index].1 = variant;
+                if let Err(message) = render_files(&damaged, &options) {
+                    assert!(
+                        message.contains("manifests/") || message.contains("metadata/"),
+                        "{case} {path}: {message}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}

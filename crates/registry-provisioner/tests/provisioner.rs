@@ -1,0 +1,482 @@
+//! The registry provisioner against the real control plane: `rukpak-core` and
+//! `registry-provisioner` run as processes (testkit::stack); each test pushes a registry+v1
+//! bundle image to a local OCI registry and installs it with a BundleDeployment.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
+use kube::{Api, Client, ResourceExt};
+use registry_provisioner::render;
+use rukpak_api::conditions::{TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED};
+use rukpak_api::{BundleDeployment, bundle_name, template_hash};
+use serde_json::json;
+use testkit::servers::CraneRegistry;
+use testkit::stack::{Component, Stack};
+use testkit::{client, unique_name, wait_for};
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+const CLASS: &str = "core-rukpak-io-registry";
+const CSV_FILE: &str = "manifests/own-namespace-operator.clusterserviceversion.yaml";
+
+async fn stack() -> &'static Stack {
+    Stack::shared(&[Component::RukpakCore, Component::RegistryProvisioner]).await
+}
+
+/// A copy of the `own-namespace` golden bundle (an OwnNamespace-only operator) whose names
+/// (package, CSV, Deployment, ServiceAccount, suggested namespace, CRD group) are unique to
+/// one test, so tests never share a cluster-scoped object.
+struct TestBundle {
+    id: String,
+    group: String,
+    namespace: String,
+    operator: String,
+    csv: String,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl TestBundle {
+    fn new() -> Self {
+        let id = unique_name("own");
+        let group = format!("{id}.example.com");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/own-namespace/bundle");
+        let files = render::read_dir(&root)
+            .unwrap()
+            .into_iter()
+            .map(|(path, bytes)| {
+                let text = String::from_utf8(bytes)
+                    .unwrap()
+                    .replace("own.example.com", &group)
+                    .replace("own-namespace-operator", &id);
+                (path, text.into_bytes())
+            })
+            .collect();
+        Self {
+            namespace: format!("{id}-system"),
+            operator: format!("{id}-controller-manager"),
+            csv: format!("{id}.v1.0.0"),
+            id,
+            group,
+            files,
+        }
+    }
+
+    /// Pushes the bundle as a one-layer image and returns its reference.
+    fn push(&self, registry: &CraneRegistry) -> String {
+        let files: Vec<(&str, &[u8])> = self
+            .files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_slice()))
+            .collect();
+        let layer = testkit::servers::tar(&files);
+        let repository = format!("bundles/{}:v1.0.0", self.namespace);
+        registry.push(&repository, &[layer]);
+        format!("{}/{repository}", registry.addr)
+    }
+
+    fn crd_name(&self) -> String {
+        format!("widgets.{}", self.group)
+    }
+}
+
+/// Creates a BundleDeployment of the registry class for `image`, labelled for the stack on
+/// its metadata and its template's.
+async fn create_deployment(
+    client: &Client,
+    stack: &Stack,
+    name: &str,
+    image: &str,
+    config: Option<serde_json::Value>,
+) -> BundleDeployment {
+    let mut spec = json!({
+        "provisionerClassName": CLASS,
+        "template": {
+            "metadata": { "labels": stack.labels() },
+            "spec": {
+                "provisionerClassName": CLASS,
+                "source": { "type": "image", "image": { "ref": image } }
+            }
+        }
+    });
+    if let Some(config) = config {
+        spec["config"] = config;
+    }
+    let deployment: BundleDeployment = serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1",
+        "kind": "BundleDeployment",
+        "metadata": { "name": name, "labels": stack.labels() },
+        "spec": spec,
+    }))
+    .unwrap();
+    Api::<BundleDeployment>::all(client.clone())
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap()
+}
+
+/// Waits until condition `type_` of BundleDeployment `name` has `status`; returns its
+/// message. On timeout, prints the controllers' logs.
+async fn wait_condition(
+    client: &Client,
+    stack: &Stack,
+    name: &str,
+    type_: &str,
+    status: &str,
+) -> String {
+    wait_reason(client, stack, name, type_, status, None).await
+}
+
+/// Like [`wait_condition`], also waiting for `reason` when given.
+async fn wait_reason(
+    client: &Client,
+    stack: &Stack,
+    name: &str,
+    type_: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> String {
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    let what = format!("{name} {type_}={status}");
+    let probe = wait_for(&what, TIMEOUT, || async {
+        let bd = deployments.get(name).await.map_err(|e| e.to_string())?;
+        let conditions = bd
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default();
+        match kit::conditions::find(&conditions, type_) {
+            Some(c) if c.status == status && reason.is_none_or(|r| r == c.reason) => {
+                Ok(c.message.clone())
+            }
+            _ => Err(format!("{conditions:?}")),
+        }
+    });
+    match tokio::time::timeout(TIMEOUT + Duration::from_secs(5), probe).await {
+        Ok(message) => message,
+        Err(_) => panic!(
+            "{what} timed out; rukpak-core:\n{}\nregistry-provisioner:\n{}",
+            stack.logs(Component::RukpakCore),
+            stack.logs(Component::RegistryProvisioner)
+        ),
+    }
+}
+
+async fn delete_and_wait(client: &Client, name: &str) {
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    deployments
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(&format!("{name} to be deleted"), TIMEOUT, || async {
+        match deployments.get_opt(name).await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(bd) => Err(format!("still there: {:?}", bd.status)),
+        }
+    })
+    .await;
+}
+
+/// Whether the object is gone or being deleted.
+fn gone<K: kube::Resource>(object: Option<K>) -> bool {
+    object.is_none_or(|o| o.meta().deletion_timestamp.is_some())
+}
+
+fn widget_resource(bundle: &TestBundle) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(&bundle.group, "v1", "Widget"))
+}
+
+fn widget_api(client: &Client, bundle: &TestBundle) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), &bundle.namespace, &widget_resource(bundle))
+}
+
+#[tokio::test]
+async fn a_registry_bundle_installs_becomes_healthy_and_deletion_keeps_user_data() {
+    let stack = stack().await;
+    let client = client().await;
+    let registry = CraneRegistry::start();
+    let bundle = TestBundle::new();
+    let image = bundle.push(&registry);
+    let name = unique_name("reg");
+    create_deployment(&client, stack, &name, &image, None).await;
+
+    let message = wait_condition(&client, stack, &name, TYPE_INSTALLED, "True").await;
+    assert!(!message.is_empty());
+    // The suggested namespace did not exist: it was created, and belongs to the deployment.
+    let namespace = Api::<Namespace>::all(client.clone())
+        .get(&bundle.namespace)
+        .await
+        .unwrap();
+    assert_eq!(
+        namespace.labels().get("core.rukpak.io/owner-name"),
+        Some(&name)
+    );
+    // OwnNamespace by default: the operator watches its own namespace.
+    let operator = Api::<Deployment>::namespaced(client.clone(), &bundle.namespace)
+        .get(&bundle.operator)
+        .await
+        .unwrap();
+    let annotations = operator
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        annotations.get("olm.targetNamespaces"),
+        Some(&bundle.namespace)
+    );
+    let roles = Api::<Role>::namespaced(client.clone(), &bundle.namespace)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert_eq!(roles.items.len(), 1, "one Role for the one permission");
+    let owned = ListParams::default().labels(&format!("core.rukpak.io/owner-name={name}"));
+    let cluster_roles = Api::<ClusterRole>::all(client.clone())
+        .list(&owned)
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(
+        cluster_roles.len(),
+        1,
+        "one ClusterRole for the cluster permission"
+    );
+    let cluster_role_name = cluster_roles[0].name_any();
+    assert!(
+        cluster_role_name.starts_with(&bundle.id[..10]),
+        "{cluster_role_name}"
+    );
+
+    // kwok runs the operator's pod, the Deployment becomes Available, the bundle Healthy.
+    wait_condition(&client, stack, &name, TYPE_HEALTHY, "True").await;
+
+    // The administrator's data: a custom resource, and a ConfigMap in the install namespace.
+    let widgets = widget_api(&client, &bundle);
+    let widget = DynamicObject::new("user-data", &widget_resource(&bundle))
+        .data(json!({ "spec": { "size": 1 } }));
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    let user_config: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "user-config" }, "data": { "a": "b" }
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), &bundle.namespace)
+        .create(&PostParams::default(), &user_config)
+        .await
+        .unwrap();
+
+    delete_and_wait(&client, &name).await;
+
+    // The operator is gone: its Deployment, ServiceAccount and RBAC.
+    let deployments = Api::<Deployment>::namespaced(client.clone(), &bundle.namespace);
+    assert!(gone(deployments.get_opt(&bundle.operator).await.unwrap()));
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), &bundle.namespace);
+    assert!(gone(accounts.get_opt(&bundle.operator).await.unwrap()));
+    let cluster_roles = Api::<ClusterRole>::all(client.clone());
+    assert!(gone(
+        cluster_roles.get_opt(&cluster_role_name).await.unwrap()
+    ));
+    // The CRD holding a custom resource stays, released, with the resource.
+    let crd = Api::<CustomResourceDefinition>::all(client.clone())
+        .get(&bundle.crd_name())
+        .await
+        .expect("the CRD with a custom resource is kept");
+    assert!(crd.metadata.deletion_timestamp.is_none());
+    assert!(crd.labels().get("core.rukpak.io/owner-name").is_none());
+    assert!(widgets.get_opt("user-data").await.unwrap().is_some());
+    // The namespace holds the administrator's ConfigMap: it stays too.
+    let namespace = Api::<Namespace>::all(client.clone())
+        .get(&bundle.namespace)
+        .await
+        .unwrap();
+    assert!(namespace.metadata.deletion_timestamp.is_none());
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &bundle.namespace)
+            .get_opt("user-config")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn deleting_leaves_nothing_behind_when_nothing_else_was_added() {
+    let stack = stack().await;
+    let client = client().await;
+    let registry = CraneRegistry::start();
+    let bundle = TestBundle::new();
+    let image = bundle.push(&registry);
+    let name = unique_name("reg");
+    create_deployment(&client, stack, &name, &image, None).await;
+    wait_condition(&client, stack, &name, TYPE_INSTALLED, "True").await;
+
+    delete_and_wait(&client, &name).await;
+    // No custom resource, no foreign object: the CRD and the namespace the bundle created go.
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    assert!(gone(crds.get_opt(&bundle.crd_name()).await.unwrap()));
+    let namespaces = Api::<Namespace>::all(client.clone());
+    assert!(gone(namespaces.get_opt(&bundle.namespace).await.unwrap()));
+}
+
+#[tokio::test]
+async fn an_unsupported_install_mode_fails_with_upstreams_message() {
+    let stack = stack().await;
+    let client = client().await;
+    let registry = CraneRegistry::start();
+    let bundle = TestBundle::new();
+    let image = bundle.push(&registry);
+    let name = unique_name("reg");
+    // The operator supports only OwnNamespace; watching another namespace is refused.
+    let created = create_deployment(
+        &client,
+        stack,
+        &name,
+        &image,
+        Some(json!({ "targetNamespaces": ["other"] })),
+    )
+    .await;
+
+    let message = wait_reason(
+        &client,
+        stack,
+        &name,
+        TYPE_HAS_VALID_BUNDLE,
+        "False",
+        Some("BundleLoadFailed"),
+    )
+    .await;
+    let bundle_object = bundle_name(&name, &template_hash(&created.spec.template));
+    assert_eq!(
+        message,
+        format!(
+            "Failed to load the {bundle_object} Bundle: failed to validate target namespaces \
+             against ClusterServiceVersion \"{}\" in {CSV_FILE}: \
+             supported install modes [OwnNamespace] do not support target namespaces [other]",
+            bundle.csv
+        )
+    );
+    // Nothing was installed: no namespace, no CRD.
+    let namespaces = Api::<Namespace>::all(client.clone());
+    assert!(
+        namespaces
+            .get_opt(&bundle.namespace)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    assert!(crds.get_opt(&bundle.crd_name()).await.unwrap().is_none());
+    delete_and_wait(&client, &name).await;
+}
+
+#[tokio::test]
+async fn an_existing_install_namespace_from_the_config_is_used_but_never_claimed() {
+    let stack = stack().await;
+    let client = client().await;
+    let registry = CraneRegistry::start();
+    let bundle = TestBundle::new();
+    let image = bundle.push(&registry);
+    let existing = unique_name("admin-ns");
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let namespace: Namespace =
+        serde_json::from_value(json!({ "metadata": { "name": existing } })).unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let name = unique_name("reg");
+    create_deployment(
+        &client,
+        stack,
+        &name,
+        &image,
+        Some(json!({ "installNamespace": existing })),
+    )
+    .await;
+    wait_condition(&client, stack, &name, TYPE_HEALTHY, "True").await;
+    let operator = Api::<Deployment>::namespaced(client.clone(), &existing)
+        .get(&bundle.operator)
+        .await
+        .unwrap();
+    assert_eq!(
+        operator.labels().get("core.rukpak.io/owner-name"),
+        Some(&name)
+    );
+    let live = namespaces.get(&existing).await.unwrap();
+    assert!(live.labels().get("core.rukpak.io/owner-name").is_none());
+    // The suggested namespace was not used.
+    assert!(
+        namespaces
+            .get_opt(&bundle.namespace)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    delete_and_wait(&client, &name).await;
+    let deployments = Api::<Deployment>::namespaced(client.clone(), &existing);
+    assert!(gone(deployments.get_opt(&bundle.operator).await.unwrap()));
+    let live = namespaces.get(&existing).await.unwrap();
+    assert!(live.metadata.deletion_timestamp.is_none());
+}
+
+/// Every golden `render` output is accepted by the API server as it is (server-side apply,
+/// dry run): converted v1beta1 CRDs are valid v1, names are valid, quoting is right. Kinds
+/// the test cluster does not serve (ServiceMonitor, ConsoleYAMLSample, ...) are skipped.
+/// Namespaced objects are checked in a namespace of the test's own, so no namespace a
+/// golden bundle names is created on the shared cluster.
+#[tokio::test]
+async fn golden_outputs_are_accepted_by_the_api_server() {
+    let client = client().await;
+    let scratch = testkit::TestNamespace::create(&client, "golden").await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let expected = entry.unwrap().path().join("expected.yaml");
+        let Ok(yaml) = std::fs::read_to_string(&expected) else {
+            continue;
+        };
+        for document in serde_yaml_ng::Deserializer::from_str(&yaml) {
+            let mut object: DynamicObject = serde::Deserialize::deserialize(document).unwrap();
+            let types = object.types.clone().unwrap();
+            let gvk = GroupVersionKind::try_from(&types).unwrap();
+            let Ok((resource, _)) = kube::discovery::pinned_kind(&client, &gvk).await else {
+                continue;
+            };
+            let api: Api<DynamicObject> = if object.metadata.namespace.is_some() {
+                object.metadata.namespace = Some(scratch.name().to_owned());
+                Api::namespaced_with(client.clone(), scratch.name(), &resource)
+            } else {
+                Api::all_with(client.clone(), &resource)
+            };
+            let params = kube::api::PatchParams::apply("golden-test").dry_run();
+            api.patch(
+                &object.name_any(),
+                &params,
+                &kube::api::Patch::Apply(&object),
+            )
+            .await
+            .unwrap_or_else(|err| {
+                panic!(
+                    "{}: {} {} refused: {err}",
+                    expected.display(),
+                    types.kind,
+                    object.name_any()
+                )
+            });
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} objects checked");
+    scratch.delete().await;
+}
