@@ -266,6 +266,7 @@ impl Stack {
     /// Polls `component`'s `/readyz` until it answers 200.
     async fn wait_ready(&self, component: Component) {
         let started = Instant::now();
+        let mut relaunches = 0;
         loop {
             let admin = {
                 let mut running = self.running.lock().unwrap();
@@ -273,10 +274,17 @@ impl Stack {
                     .get_mut(&component)
                     .unwrap_or_else(|| panic!("{} is not running", component.binary()));
                 if let Ok(Some(status)) = process.watchdog.try_wait() {
+                    let logs = self.logs(component);
+                    // The free port was taken between choosing and binding it: choose again.
+                    if logs.matches("Address already in use").count() > relaunches {
+                        relaunches += 1;
+                        drop(running);
+                        self.launch(component);
+                        continue;
+                    }
                     panic!(
-                        "{} exited ({status}) before it was ready; its log:\n{}",
+                        "{} exited ({status}) before it was ready; its log:\n{logs}",
                         component.binary(),
-                        self.logs(component)
                     );
                 }
                 process.admin.clone()

@@ -81,7 +81,10 @@ impl ActivatorClass for PlatformOperatorClass {
                 install_namespace: None,
                 paused: None,
                 service_account: None,
-                collision_protection: CollisionProtection::Prevent,
+                // Adopts objects nobody manages, such as a CRD an earlier uninstall kept
+                // because it held custom resources, so reinstalling the operator works;
+                // objects another BundleDeployment manages are still refused.
+                collision_protection: CollisionProtection::IfNoController,
             },
             status: None,
         }])

@@ -1,0 +1,339 @@
+//! The `run` mode: the PlatformOperator controller and the aggregated ClusterOperator
+//! controller, sharing one watch per kind.
+//!
+//! - PlatformOperators (label selector): the primary objects.
+//! - ActiveResolutions (same selector; they carry their PlatformOperator's labels): owned.
+//! - BundleDeployments (same selector): the wrapper (named after the PlatformOperator) and
+//!   its children (owner labels name the wrapper) map back to the PlatformOperator.
+//! - The ClusterOperator and the ClusterVersion (by name) only wake the ClusterOperator
+//!   controller; their CRDs may be missing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use prometheus::{IntGaugeVec, Opts, Registry};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use deppy_api::ActiveResolution;
+use kit::admin::Readiness;
+use kit::metrics::ReconcileMetrics;
+use kit::retry::Backoff;
+use platform_api::PlatformOperator;
+use rukpak_api::BundleDeployment;
+
+pub mod cluster_operator;
+pub mod platform_operator;
+
+/// Field manager of every write, and the Event reporter.
+pub const MANAGER: &str = "platform-operators";
+
+/// The prefix of every metric of this binary.
+const COMPONENT: &str = "platform_operators";
+
+/// Settings of both controllers.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespace of the leader lease; listed in the ClusterOperator's relatedObjects.
+    pub system_namespace: String,
+    /// Only PlatformOperators (and the ActiveResolutions and BundleDeployments made for
+    /// them, which carry their labels) matching this label selector are handled.
+    pub selector: Option<String>,
+    /// The version reported as `operator` in the ClusterOperator's `versions`.
+    pub release_version: String,
+    /// Whether to maintain the aggregated ClusterOperator.
+    pub cluster_operator: bool,
+    /// How often everything is reconciled again without a change (a safety net).
+    pub resync: Duration,
+    /// How often to check again for the ClusterOperator API while it is not installed.
+    pub api_recheck: Duration,
+}
+
+/// Metrics of both controllers.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    reconcile: ReconcileMetrics,
+    operators: IntGaugeVec,
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them on `registry` (the admin server's).
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let reconcile = ReconcileMetrics::register(registry, COMPONENT)?;
+        let operators = IntGaugeVec::new(
+            Opts::new(
+                format!("{COMPONENT}_platform_operators"),
+                "PlatformOperators by the status and reason of their Installed condition.",
+            ),
+            &["installed", "reason"],
+        )?;
+        registry.register(Box::new(operators.clone()))?;
+        Ok(Self {
+            reconcile,
+            operators,
+        })
+    }
+}
+
+/// The shared caches.
+#[derive(Clone)]
+pub struct Caches {
+    /// PlatformOperators.
+    pub operators: Store<PlatformOperator>,
+    /// ActiveResolutions.
+    pub resolutions: Store<ActiveResolution>,
+    /// BundleDeployments.
+    pub deployments: Store<BundleDeployment>,
+}
+
+impl crate::ownership::View for Caches {
+    fn operators(&self) -> Vec<Arc<PlatformOperator>> {
+        self.operators.state()
+    }
+
+    fn resolution(&self, name: &str) -> Option<Arc<ActiveResolution>> {
+        self.resolutions.get(&ObjectRef::new(name))
+    }
+
+    fn deployment(&self, name: &str) -> Option<Arc<BundleDeployment>> {
+        self.deployments.get(&ObjectRef::new(name))
+    }
+}
+
+impl Caches {
+    /// The BundleDeployments `wrapper` applied: its inventory's BundleDeployments, each
+    /// with the cached object.
+    pub fn children(
+        &self,
+        wrapper: &BundleDeployment,
+    ) -> Vec<(String, Option<Arc<BundleDeployment>>)> {
+        wrapper
+            .status
+            .iter()
+            .flat_map(|s| s.inventory.iter())
+            .filter(|entry| entry.group == rukpak_api::GROUP && entry.kind == "BundleDeployment")
+            .map(|entry| {
+                (
+                    entry.name.clone(),
+                    self.deployments.get(&ObjectRef::new(&entry.name)),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Everything a reconcile of either controller needs.
+pub struct Context {
+    client: Client,
+    settings: Settings,
+    caches: Caches,
+    recorder: Recorder,
+    metrics: Metrics,
+    backoff: Backoff,
+    /// Turns true once every cache holds its initial list: decisions that look at other
+    /// objects (which PlatformOperator has a package) wait for it.
+    synced: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Context {
+    /// Waits until every cache has synced; false when the watches ended first.
+    async fn caches_synced(&self) -> bool {
+        self.synced.clone().wait_for(|synced| *synced).await.is_ok()
+    }
+}
+
+/// Runs both controllers until `shutdown`.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    readiness: &Readiness,
+    shutdown: CancellationToken,
+) {
+    // Capacity one: a pending notice already covers any later change.
+    let (notify, notices) = mpsc::channel::<()>(1);
+    let (requeue, requeues) = mpsc::unbounded_channel::<ObjectRef<PlatformOperator>>();
+    let selector = settings.selector.clone();
+
+    let (operators_stream, operators, operators_synced) = synced_watch(
+        Api::<PlatformOperator>::all(client.clone()),
+        selector.as_deref(),
+        readiness,
+        "watch:platformoperators",
+        notify.clone(),
+    );
+    let (resolutions_stream, resolutions, resolutions_synced) = synced_watch(
+        Api::<ActiveResolution>::all(client.clone()),
+        selector.as_deref(),
+        readiness,
+        "watch:activeresolutions",
+        notify.clone(),
+    );
+    let (deployments_stream, deployments, deployments_synced) = synced_watch(
+        Api::<BundleDeployment>::all(client.clone()),
+        selector.as_deref(),
+        readiness,
+        "watch:bundledeployments",
+        notify.clone(),
+    );
+    let caches = Caches {
+        operators,
+        resolutions,
+        deployments,
+    };
+    let (synced_tx, synced) = tokio::sync::watch::channel(false);
+    let all_synced = async move {
+        for mut one in [operators_synced, resolutions_synced, deployments_synced] {
+            if one.wait_for(|synced| *synced).await.is_err() {
+                return;
+            }
+        }
+        synced_tx.send_replace(true);
+    };
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: MANAGER.to_owned(),
+                instance: None,
+            },
+        ),
+        client,
+        settings,
+        caches,
+        metrics,
+        backoff: Backoff::default(),
+        synced: synced.clone(),
+    });
+
+    // A PlatformOperator that lost its package to another one depends on the others:
+    // any PlatformOperator event, and any BundleDeployment going away, looks at it again.
+    let operators_stream = {
+        let ctx = ctx.clone();
+        let requeue = requeue.clone();
+        operators_stream.inspect(move |event| {
+            if event.is_ok() {
+                platform_operator::requeue_duplicates(&ctx, &requeue);
+            }
+        })
+    };
+    let deployments_stream = {
+        let ctx = ctx.clone();
+        deployments_stream.inspect(move |event| {
+            if let Ok(Change::Deleted(_)) = event {
+                platform_operator::requeue_duplicates(&ctx, &requeue);
+            }
+        })
+    };
+    let requeues = futures::stream::unfold(requeues, |mut requeues| async move {
+        requeues.recv().await.map(|request| (request, requeues))
+    });
+    futures::join!(
+        platform_operator::run(
+            ctx.clone(),
+            operators_stream
+                .filter_map(|e| futures::future::ready(e.map(Change::applied).transpose())),
+            resolutions_stream
+                .filter_map(|e| futures::future::ready(e.map(Change::applied).transpose())),
+            deployments_stream
+                .filter_map(|e| futures::future::ready(e.map(Change::touched).transpose())),
+            requeues,
+            shutdown.clone(),
+        ),
+        async {
+            if ctx.settings.cluster_operator {
+                cluster_operator::run(ctx.clone(), notify, notices, shutdown.clone()).await;
+            }
+        },
+        all_synced,
+    );
+}
+
+/// One object event of a watch, after the cache has taken it.
+#[derive(Debug)]
+pub(crate) enum Change<K> {
+    /// Created or updated (or listed).
+    Applied(K),
+    /// Deleted.
+    Deleted(K),
+}
+
+impl<K> Change<K> {
+    fn applied(self) -> Option<K> {
+        match self {
+            Self::Applied(object) => Some(object),
+            Self::Deleted(_) => None,
+        }
+    }
+
+    fn touched(self) -> Option<K> {
+        match self {
+            Self::Applied(object) | Self::Deleted(object) => Some(object),
+        }
+    }
+}
+
+/// The watch of every `K` matching `selector`, its cache, and a receiver turning true once
+/// the initial list is in the cache (the readiness gate `name` opens then). Every change
+/// also notifies `notify` (the ClusterOperator controller).
+///
+/// Not `readiness.track_store(...)`: kube-runtime 5.0's `Store::wait_until_ready` wakes
+/// only the most recent of concurrent waiters, and a controller waits on its own store.
+fn synced_watch<K>(
+    api: Api<K>,
+    selector: Option<&str>,
+    readiness: &Readiness,
+    name: &str,
+    notify: mpsc::Sender<()>,
+) -> (
+    impl Stream<Item = Result<Change<K>, watcher::Error>> + Send + 'static,
+    Store<K>,
+    tokio::sync::watch::Receiver<bool>,
+)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let mut gate = Some(readiness.register(name));
+    let (synced_tx, synced) = tokio::sync::watch::channel(false);
+    let (reader, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, kit::watch::config(selector)).default_backoff(),
+    )
+    .filter_map(move |event| {
+        let change = match event {
+            Ok(watcher::Event::InitDone) => {
+                if let Some(gate) = gate.take() {
+                    gate.open();
+                    synced_tx.send_replace(true);
+                }
+                None
+            }
+            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                Some(Ok(Change::Applied(object)))
+            }
+            Ok(watcher::Event::Delete(object)) => Some(Ok(Change::Deleted(object))),
+            Ok(watcher::Event::Init) => None,
+            Err(err) => Some(Err(err)),
+        };
+        if matches!(change, Some(Ok(_))) {
+            // Full means a notice is already pending.
+            let _ = notify.try_send(());
+        }
+        futures::future::ready(change)
+    });
+    (stream, reader, synced)
+}
+
+pub use kit::error_chain;
