@@ -624,15 +624,33 @@ impl Applier {
         namespace: &str,
         owner: &str,
     ) -> Result<Option<String>, ApplyError> {
-        let discovery = kube::Discovery::new(self.client.clone())
-            .run()
-            .await
-            .map_err(|source| ApplyError::Discovery {
-                api_version: "*".into(),
-                kind: "*".into(),
-                source,
-            })?;
-        for group in discovery.groups() {
+        let discovery_failed = |source| ApplyError::Discovery {
+            api_version: "*".into(),
+            kind: "*".into(),
+            source,
+        };
+        let mut group_names = vec![kube::discovery::ApiGroup::CORE_GROUP.to_owned()];
+        group_names.extend(
+            self.client
+                .list_api_groups()
+                .await
+                .map_err(discovery_failed)?
+                .groups
+                .into_iter()
+                .map(|g| g.name),
+        );
+        // Group by group, not `Discovery::run`: a group that vanishes between the listing and
+        // its query (a CRD being deleted, typically by this very cleanup) fails the whole
+        // run, and only means there is nothing of that group left to find.
+        let mut groups = Vec::new();
+        for name in group_names {
+            match kube::discovery::group(&self.client, &name).await {
+                Ok(group) => groups.push(group),
+                Err(err) if is_not_found(&err) || matches!(err, kube::Error::Discovery(_)) => {}
+                Err(source) => return Err(discovery_failed(source)),
+            }
+        }
+        for group in &groups {
             for (resource, capabilities) in group.recommended_resources() {
                 if capabilities.scope != Scope::Namespaced
                     || !capabilities.supports_operation(kube::discovery::verbs::LIST)

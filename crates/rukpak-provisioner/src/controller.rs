@@ -284,8 +284,17 @@ async fn reconcile<F: BundleFormat>(
             Finalizer::Cleanup(deployment) => cleanup(&deployment, &ctx).await,
         }
     })
-    .await
-    .map_err(|err| Error::Finalizer(name.clone(), Box::new(err)));
+    .await;
+    let result = match result {
+        // The object went away between the cleanup and the finalizer's removal (another
+        // finalizer was last, or the cleanup of a stale request): the work is done.
+        Err(kube::runtime::finalizer::Error::RemoveFinalizer(kube::Error::Api(status)))
+            if status.code == 404 =>
+        {
+            Ok(Action::await_change())
+        }
+        other => other.map_err(|err| Error::Finalizer(name.clone(), Box::new(err))),
+    };
     match &result {
         Ok(_) => {
             ctx.backoff.reset(&name);
