@@ -207,6 +207,14 @@ async fn resolve(resolution: &ActiveResolution, ctx: &Context) -> Result<Outcome
             ),
         });
     }
+    if catalogs.is_empty() {
+        // Say so instead of "no operators found in package ...": the usual cause is a
+        // Catalog that is still being unpacked, and the resolution is retried once one serves.
+        return Ok(Outcome::Failed {
+            reason: reasons::SOURCE_UNAVAILABLE,
+            message: "no Catalog is serving yet; resolving once one is".to_owned(),
+        });
+    }
     let request = Request::new(constraints).with_sources(resolution.spec.sources.clone());
     // Solving is CPU-bound and may take long on large catalogs: keep it off the runtime's
     // workers that drive the watches.
