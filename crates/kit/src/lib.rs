@@ -27,6 +27,7 @@ pub mod leader;
 pub mod metrics;
 pub mod report;
 pub mod retry;
+pub mod serve;
 pub mod shutdown;
 pub mod telemetry;
 pub mod watch;

@@ -80,39 +80,15 @@ fn main() -> ExitCode {
 impl RunArgs {
     /// Runs the controllers until a termination signal; exits 1 on a startup failure.
     fn run(self) -> ExitCode {
-        if let Err(err) = kit::telemetry::init(&self.telemetry) {
-            eprintln!("platform-operators: {}", error_chain(&err));
-            return ExitCode::FAILURE;
-        }
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(err) => {
-                tracing::error!("failed to start the async runtime: {err}");
-                return ExitCode::FAILURE;
-            }
-        };
-        match runtime.block_on(self.serve()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                tracing::error!("{message}");
-                ExitCode::FAILURE
-            }
-        }
+        let telemetry = self.telemetry.clone();
+        kit::serve::main("platform-operators", &telemetry, || self.serve())
     }
 
     async fn serve(self) -> Result<(), String> {
         let chain = |err: &dyn std::error::Error| error_chain(err);
-        let shutdown = kit::shutdown::on_signal();
         let client = self.client.client().await.map_err(|e| chain(&e))?;
         let admin = Admin::new();
         let metrics = Metrics::register(&admin.registry).map_err(|e| chain(&e))?;
-        let server = admin
-            .serve(self.admin.address, shutdown.clone())
-            .await
-            .map_err(|e| chain(&e))?;
         let settings = Settings {
             system_namespace: self.system_namespace.clone(),
             selector: self.watch_selector.clone(),
@@ -122,22 +98,18 @@ impl RunArgs {
             api_recheck: self.api_recheck,
         };
         let readiness = admin.readiness.clone();
-        kit::leader::run_controllers(
+        kit::serve::controllers(
+            &admin,
+            self.admin.address,
             client.clone(),
             &self.leader,
             "platform-operators",
             &self.system_namespace,
-            &admin.readiness,
-            shutdown.clone(),
             |token| async move {
                 controller::run(client, settings, metrics, &readiness, token).await;
             },
         )
         .await
-        .map_err(|e| chain(&e))?;
-        shutdown.cancel();
-        let _ = server.task.await;
-        Ok(())
     }
 }
 

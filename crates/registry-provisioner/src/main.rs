@@ -8,16 +8,10 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use kit::admin::Admin;
-use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
-use kit::metrics::ReconcileMetrics;
 use registry_provisioner::{Options, RegistryFormat, render};
-use rukpak_provisioner::controller::{self, Context, Settings};
-use rukpak_provisioner::drift::DriftWatches;
+use rukpak_provisioner::run::RunArgs;
 
 /// Installs OLM registry+v1 operator bundles, or renders them offline.
 #[derive(Debug, Parser)]
@@ -37,32 +31,6 @@ enum Command {
     /// Exits 0 on success; prints the error (naming the bundle file) on stderr and exits 1
     /// when the bundle cannot be converted.
     Render(RenderArgs),
-}
-
-/// Options of `registry-provisioner run`.
-#[derive(Debug, Args)]
-struct RunArgs {
-    #[command(flatten)]
-    client: ClientArgs,
-    #[command(flatten)]
-    admin: AdminArgs,
-    #[command(flatten)]
-    telemetry: TelemetryArgs,
-    #[command(flatten)]
-    leader: LeaderElectionArgs,
-
-    /// Namespace of RukPak's content store.
-    #[arg(long, env = "SYSTEM_NAMESPACE", default_value = "rukpak-system")]
-    system_namespace: String,
-
-    /// Only handle BundleDeployments matching this label selector (for sharding, or
-    /// several instances on one cluster).
-    #[arg(long, env = "WATCH_SELECTOR")]
-    watch_selector: Option<String>,
-
-    /// How often an unchanged BundleDeployment is re-checked for drift (e.g. `10m`).
-    #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
-    resync: Duration,
 }
 
 /// Options of `registry-provisioner render`.
@@ -85,7 +53,7 @@ struct RenderArgs {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Run(args) => args.run(),
+        Command::Run(args) => args.run("registry-provisioner", RegistryFormat),
         Command::Render(args) => args.run(),
     }
 }
@@ -128,78 +96,5 @@ impl RenderArgs {
         )
         .map_err(|e| kit::report::error_chain(&e))?;
         render::to_yaml(&objects).map_err(|e| kit::report::error_chain(&e))
-    }
-}
-
-impl RunArgs {
-    fn run(self) -> ExitCode {
-        if let Err(err) = kit::telemetry::init(&self.telemetry) {
-            eprintln!("registry-provisioner: {}", controller::error_chain(&err));
-            return ExitCode::FAILURE;
-        }
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(err) => {
-                tracing::error!("failed to start the async runtime: {err}");
-                return ExitCode::FAILURE;
-            }
-        };
-        match runtime.block_on(self.serve()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                tracing::error!("{message}");
-                ExitCode::FAILURE
-            }
-        }
-    }
-
-    async fn serve(self) -> Result<(), String> {
-        let chain = |err: &dyn std::error::Error| controller::error_chain(err);
-        let shutdown = kit::shutdown::on_signal();
-        let config = self.client.config().await.map_err(|e| chain(&e))?;
-        let client = kube::Client::try_from(config.clone()).map_err(|e| chain(&e))?;
-        let admin = Admin::new();
-        let metrics = ReconcileMetrics::register(&admin.registry, "registry_provisioner")
-            .map_err(|e| chain(&e))?;
-        let server = admin
-            .serve(self.admin.address, shutdown.clone())
-            .await
-            .map_err(|e| chain(&e))?;
-
-        let settings = Settings {
-            system_namespace: self.system_namespace.clone(),
-            resync: self.resync,
-            limits: content::Limits::default(),
-            selector: self.watch_selector.clone(),
-        };
-        let readiness = admin.readiness.clone();
-        kit::leader::run_controllers(
-            client.clone(),
-            &self.leader,
-            "registry-provisioner",
-            &self.system_namespace,
-            &admin.readiness,
-            shutdown.clone(),
-            |token| async move {
-                let (drift, requests) = DriftWatches::new(client.clone(), token.clone());
-                let ctx = Arc::new(Context::new(
-                    client,
-                    config,
-                    RegistryFormat,
-                    settings,
-                    metrics,
-                    drift,
-                ));
-                controller::run(ctx, requests, &readiness, token).await;
-            },
-        )
-        .await
-        .map_err(|e| chain(&e))?;
-        shutdown.cancel();
-        let _ = server.task.await;
-        Ok(())
     }
 }

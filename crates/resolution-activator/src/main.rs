@@ -74,40 +74,16 @@ fn main() -> ExitCode {
 impl RunArgs {
     /// Runs the controller until a termination signal; exits 1 on a startup failure.
     fn run(self) -> ExitCode {
-        if let Err(err) = kit::telemetry::init(&self.telemetry) {
-            eprintln!("resolution-activator: {}", kit::error_chain(&err));
-            return ExitCode::FAILURE;
-        }
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(err) => {
-                tracing::error!("failed to start the async runtime: {err}");
-                return ExitCode::FAILURE;
-            }
-        };
-        match runtime.block_on(self.serve()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                tracing::error!("{message}");
-                ExitCode::FAILURE
-            }
-        }
+        let telemetry = self.telemetry.clone();
+        kit::serve::main("resolution-activator", &telemetry, || self.serve())
     }
 
     async fn serve(self) -> Result<(), String> {
         let chain = |err: &dyn std::error::Error| kit::error_chain(err);
         let classes = Classes::select(&self.classes).map_err(|e| chain(&e))?;
-        let shutdown = kit::shutdown::on_signal();
         let client = self.client.client().await.map_err(|e| chain(&e))?;
         let admin = Admin::new();
         let metrics = Metrics::register(&admin.registry).map_err(|e| chain(&e))?;
-        let server = admin
-            .serve(self.admin.address, shutdown.clone())
-            .await
-            .map_err(|e| chain(&e))?;
         let settings = Settings {
             system_namespace: self.system_namespace.clone(),
             catalog_namespace: self.catalog_namespace.clone(),
@@ -116,23 +92,19 @@ impl RunArgs {
             limits: content::Limits::default(),
         };
         let readiness = admin.readiness.clone();
-        kit::leader::run_controllers(
+        kit::serve::controllers(
+            &admin,
+            self.admin.address,
             client.clone(),
             &self.leader,
             "resolution-activator",
             &self.system_namespace,
-            &admin.readiness,
-            shutdown.clone(),
             |token| async move {
                 let ctx = Arc::new(Context::new(client, settings, classes, metrics));
                 controller::run(ctx, &readiness, token).await;
             },
         )
         .await
-        .map_err(|e| chain(&e))?;
-        shutdown.cancel();
-        let _ = server.task.await;
-        Ok(())
     }
 }
 

@@ -131,26 +131,21 @@ async fn run(
     leader: &LeaderElectionArgs,
     options: content::source::UnpackOptions,
 ) -> Result<(), String> {
-    let shutdown = kit::shutdown::on_signal();
     let client = args.client.client().await.map_err(|e| error_chain(&e))?;
     let admin = Admin::new();
     let reconciles =
         ReconcileMetrics::register(&admin.registry, "rukpak_core").map_err(|e| error_chain(&e))?;
     let unpacks = bundle::UnpackMetrics::register(&admin.registry).map_err(|e| error_chain(&e))?;
-    let server = admin
-        .serve(admin_args.address, shutdown.clone())
-        .await
-        .map_err(|e| error_chain(&e))?;
     let namespace = args.system_namespace.clone();
     let readiness = admin.readiness.clone();
     let selector = args.watch_selector.clone();
-    kit::leader::run_controllers(
+    kit::serve::controllers(
+        &admin,
+        admin_args.address,
         client.clone(),
         leader,
         "rukpak-core",
         &args.system_namespace,
-        &admin.readiness,
-        shutdown.clone(),
         |token| async move {
             let bundles = Arc::new(bundle::Context::new(
                 client.clone(),
@@ -168,10 +163,6 @@ async fn run(
         },
     )
     .await
-    .map_err(|e| error_chain(&e))?;
-    shutdown.cancel();
-    let _ = server.task.await;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod manifest;
 pub mod object;
 pub mod phase;
 pub mod prune;
+pub mod run;
 pub mod status;
 pub mod subset;
 pub mod warnings;

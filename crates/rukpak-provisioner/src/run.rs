@@ -1,0 +1,80 @@
+//! `<provisioner> run`: the options and the process every provisioner binary shares; a
+//! provisioner binary only names its [`BundleFormat`].
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kit::admin::Admin;
+use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
+use kit::metrics::ReconcileMetrics;
+
+use crate::controller::{self, BundleFormat, Context, Settings};
+use crate::drift::DriftWatches;
+
+/// Options of `<provisioner> run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
+    admin: AdminArgs,
+    #[command(flatten)]
+    telemetry: TelemetryArgs,
+    #[command(flatten)]
+    leader: LeaderElectionArgs,
+
+    /// Namespace of RukPak's content store.
+    #[arg(long, env = "SYSTEM_NAMESPACE", default_value = "rukpak-system")]
+    pub system_namespace: String,
+
+    /// Only handle BundleDeployments matching this label selector (for sharding, or
+    /// several instances on one cluster).
+    #[arg(long, env = "WATCH_SELECTOR")]
+    pub watch_selector: Option<String>,
+
+    /// How often an unchanged BundleDeployment is re-checked for drift (e.g. `10m`).
+    #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
+    pub resync: Duration,
+}
+
+impl RunArgs {
+    /// Runs the provisioner of `format` as the process `binary` until a termination
+    /// signal; metrics are prefixed with `binary` (`-` becomes `_`).
+    pub fn run<F: BundleFormat>(self, binary: &'static str, format: F) -> ExitCode {
+        let telemetry = self.telemetry.clone();
+        kit::serve::main(binary, &telemetry, || self.serve(binary, format))
+    }
+
+    async fn serve<F: BundleFormat>(self, binary: &'static str, format: F) -> Result<(), String> {
+        let chain = |err: &dyn std::error::Error| kit::error_chain(err);
+        let config = self.client.config().await.map_err(|e| chain(&e))?;
+        let client = kube::Client::try_from(config.clone()).map_err(|e| chain(&e))?;
+        let admin = Admin::new();
+        let metrics = ReconcileMetrics::register(&admin.registry, &binary.replace('-', "_"))
+            .map_err(|e| chain(&e))?;
+        let settings = Settings {
+            system_namespace: self.system_namespace.clone(),
+            resync: self.resync,
+            limits: content::Limits::default(),
+            selector: self.watch_selector.clone(),
+        };
+        let readiness = admin.readiness.clone();
+        kit::serve::controllers(
+            &admin,
+            self.admin.address,
+            client.clone(),
+            &self.leader,
+            binary,
+            &self.system_namespace,
+            |token| async move {
+                let (drift, requests) = DriftWatches::new(client.clone(), token.clone());
+                let ctx = Arc::new(Context::new(
+                    client, config, format, settings, metrics, drift,
+                ));
+                controller::run(ctx, requests, &readiness, token).await;
+            },
+        )
+        .await
+    }
+}
