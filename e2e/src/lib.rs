@@ -12,12 +12,9 @@
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use kube::api::{ObjectMeta, PostParams};
-use kube::{Api, Client};
-use testkit::servers::CraneRegistry;
+use kube::api::ObjectMeta;
 use testkit::stack::{Component, Stack};
 use tokio::sync::OnceCell;
 
@@ -112,29 +109,11 @@ pub async fn env() -> &'static Env {
 }
 
 async fn local() -> Env {
-    static REGISTRY: OnceLock<CraneRegistry> = OnceLock::new();
     let stack = Stack::shared(&Component::ALL).await;
-    let registry = REGISTRY.get_or_init(CraneRegistry::start);
-    let published = testkit::examples::publish(registry);
-    let labels: std::collections::BTreeMap<String, String> =
-        serde_json::from_value(stack.labels()).unwrap();
-    let env = Env {
-        labels,
-        catalog: format!("e2e-{}", stack.id),
+    let catalog = stack.examples().await.catalog.clone();
+    Env {
+        labels: serde_json::from_value(stack.labels()).unwrap(),
+        catalog,
         stack: Some(stack),
-    };
-    let catalog = deppy_api::Catalog {
-        metadata: env.metadata(&env.catalog),
-        spec: serde_json::from_value(serde_json::json!({
-            "source": { "image": { "ref": published.catalog } }
-        }))
-        .unwrap(),
-        status: None,
-    };
-    let client = Client::try_default().await.unwrap();
-    Api::<deppy_api::Catalog>::all(client)
-        .create(&PostParams::default(), &catalog)
-        .await
-        .unwrap();
-    env
+    }
 }

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use deppy_api::{ActiveResolution, Catalog};
+use deppy_api::ActiveResolution;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -20,10 +20,9 @@ use platform_api::{
 };
 use rukpak_api::BundleDeployment;
 use serde_json::json;
-use testkit::servers::CraneRegistry;
 use testkit::stack::{Component, Stack};
 use testkit::wait_for;
-use tokio::sync::{Mutex, MutexGuard, OnceCell};
+use tokio::sync::{Mutex, MutexGuard};
 
 /// Installing: resolving, unpacking the wrapper and two bundle images, applying two operators.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(180);
@@ -41,53 +40,11 @@ const MEMCACHED_NAMESPACE: &str = "memcached-operator-system";
 const MEMCACHED_DEPLOYMENT: &str = "memcached-operator-controller-manager";
 const CO: &str = platform_api::AGGREGATED_CLUSTER_OPERATOR;
 
-/// What every scenario shares: the controllers, the registry and the Catalog.
-struct Fixture {
-    stack: &'static Stack,
-    _registry: CraneRegistry,
-}
-
-async fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceCell<Fixture> = OnceCell::const_new();
-    FIXTURE
-        .get_or_init(|| async {
-            let stack = Stack::shared(&Component::ALL).await;
-            let registry = CraneRegistry::start();
-            let examples = testkit::examples::publish(&registry);
-            let client = testkit::client().await;
-            let catalog = testkit::unique_name("examples");
-            let object: Catalog = serde_json::from_value(json!({
-                "apiVersion": "deppy.io/v1alpha1",
-                "kind": "Catalog",
-                "metadata": {"name": catalog, "labels": stack.labels()},
-                "spec": {"source": {"image": {"ref": examples.catalog}}},
-            }))
-            .unwrap();
-            let catalogs = Api::<Catalog>::all(client.clone());
-            catalogs
-                .create(&PostParams::default(), &object)
-                .await
-                .unwrap();
-            wait_for(
-                &format!("Catalog {catalog} to serve"),
-                Duration::from_secs(60),
-                || async {
-                    let current = catalogs.get(&catalog).await.map_err(|e| e.to_string())?;
-                    let conditions = current.status.map(|s| s.conditions).unwrap_or_default();
-                    if kit::conditions::is_true(&conditions, "Serving", None) {
-                        Ok(())
-                    } else {
-                        Err(format!("{conditions:?}"))
-                    }
-                },
-            )
-            .await;
-            Fixture {
-                stack,
-                _registry: registry,
-            }
-        })
-        .await
+/// What every scenario shares: the controllers, serving the sample catalog.
+async fn fixture() -> &'static Stack {
+    let stack = Stack::shared(&Component::ALL).await;
+    stack.examples().await;
+    stack
 }
 
 /// One scenario at a time: they share the ClusterOperator and the package names.
@@ -97,28 +54,12 @@ async fn exclusive() -> MutexGuard<'static, ()> {
 }
 
 /// The last lines of every component's log, for failure messages.
-fn logs(fixture: &Fixture) -> String {
-    let mut logs = String::new();
-    for component in [
-        Component::PlatformOperators,
-        Component::ResolutionActivator,
-        Component::DeppyResolver,
-        Component::PlainProvisioner,
-        Component::RegistryProvisioner,
-    ] {
-        let text = fixture.stack.logs(component);
-        let tail: Vec<&str> = text.lines().rev().take(15).collect();
-        logs.push_str(&format!("\n--- {} (last lines)\n", component.binary()));
-        for line in tail.into_iter().rev() {
-            logs.push_str(line);
-            logs.push('\n');
-        }
-    }
-    logs
+fn logs(fixture: &Stack) -> String {
+    fixture.log_tails(15)
 }
 
 fn platform_operator(
-    fixture: &Fixture,
+    fixture: &Stack,
     name: &str,
     package: &str,
     range: Option<&str>,
@@ -127,7 +68,7 @@ fn platform_operator(
     if let Some(range) = range {
         package["versionRange"] = json!(range);
     }
-    let mut labels = fixture.stack.labels();
+    let mut labels = fixture.labels();
     labels["team"] = json!("platform");
     serde_json::from_value(json!({
         "apiVersion": "platform.openshift.io/v1alpha1",
@@ -156,7 +97,7 @@ fn installed(operator: &PlatformOperator) -> Option<Condition> {
 /// Waits until PlatformOperator `name`'s `Installed` condition, for its current
 /// generation, has `status` and `reason`; returns the PlatformOperator.
 async fn wait_installed(
-    fixture: &Fixture,
+    fixture: &Stack,
     client: &Client,
     name: &str,
     status: &str,
@@ -196,7 +137,7 @@ fn co_condition(operator: &ClusterOperator, type_: &str) -> Option<ClusterOperat
 /// Waits until the ClusterOperator's condition `type_` has `status` and `reason` and its
 /// message contains `message`; returns the ClusterOperator.
 async fn wait_co(
-    fixture: &Fixture,
+    fixture: &Stack,
     client: &Client,
     type_: &str,
     status: &str,
@@ -225,7 +166,7 @@ async fn wait_co(
     .await
 }
 
-async fn delete_and_wait_gone(fixture: &Fixture, client: &Client, name: &str) {
+async fn delete_and_wait_gone(fixture: &Stack, client: &Client, name: &str) {
     let api = Api::<PlatformOperator>::all(client.clone());
     api.delete(name, &DeleteParams::background()).await.unwrap();
     let resolutions = Api::<ActiveResolution>::all(client.clone());
@@ -398,7 +339,7 @@ async fn a_platform_operator_installs_upgrades_reports_and_cleans_up() {
             status.versions[0].name.as_str(),
             status.versions[0].version.as_str()
         ),
-        ("operator", fixture.stack.release_version.as_str())
+        ("operator", fixture.release_version.as_str())
     );
     let related: Vec<(&str, &str)> = status
         .related_objects
@@ -406,7 +347,7 @@ async fn a_platform_operator_installs_upgrades_reports_and_cleans_up() {
         .map(|r| (r.resource.as_str(), r.name.as_str()))
         .collect();
     assert!(
-        related.contains(&("namespaces", fixture.stack.platform_namespace.as_str())),
+        related.contains(&("namespaces", fixture.platform_namespace.as_str())),
         "{related:?}"
     );
     assert!(related.contains(&("platformoperators", "")), "{related:?}");
@@ -563,15 +504,15 @@ async fn a_platform_operator_installs_upgrades_reports_and_cleans_up() {
     let po_version = operators.get(&name).await.unwrap().resource_version();
     const RECONCILED: &str = "reconciled ClusterOperator platform-operators-aggregated";
     const APPLIED: &str = "applied ActiveResolution";
-    let logs_before = fixture.stack.logs(Component::PlatformOperators);
+    let logs_before = fixture.logs(Component::PlatformOperators);
     let before = logs_before.matches(RECONCILED).count();
     let applied_before = logs_before.matches(APPLIED).count();
-    fixture.stack.restart(Component::PlatformOperators).await;
+    fixture.restart(Component::PlatformOperators).await;
     let line = wait_for(
         "the restarted platform-operators to reconcile the ClusterOperator",
         STATUS_TIMEOUT,
         || async {
-            let logs = fixture.stack.logs(Component::PlatformOperators);
+            let logs = fixture.logs(Component::PlatformOperators);
             let lines: Vec<&str> = logs.lines().filter(|l| l.contains(RECONCILED)).collect();
             if lines.len() > before {
                 Ok(lines[lines.len() - 1].to_owned())
@@ -584,7 +525,6 @@ async fn a_platform_operator_installs_upgrades_reports_and_cleans_up() {
     assert!(line.contains("written=false"), "{line}");
     assert_eq!(
         fixture
-            .stack
             .logs(Component::PlatformOperators)
             .matches(APPLIED)
             .count(),

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use deppy_api::{ActiveResolution, Catalog};
+use deppy_api::ActiveResolution;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -19,7 +19,6 @@ use kube::{Api, Client, ResourceExt};
 use resolution_activator::resolve_set::{RESOLUTION_LABEL, wrapper_config_map};
 use rukpak_api::BundleDeployment;
 use serde_json::json;
-use testkit::servers::CraneRegistry;
 use testkit::stack::{Component, Stack};
 use testkit::wait_for;
 use tokio::sync::{Mutex, MutexGuard, OnceCell};
@@ -41,10 +40,9 @@ const METRICS_DEPLOYMENT: &str = "metrics-agent";
 const MEMCACHED_CRD: &str = "memcacheds.cache.example.com";
 const METRICS_CRD: &str = "agents.metrics.example.com";
 
-/// What every scenario shares: the controllers, the registry and the Catalog.
+/// What every scenario shares: the controllers and the Catalog serving the sample catalog.
 struct Fixture {
     stack: &'static Stack,
-    _registry: CraneRegistry,
     /// The Catalog serving the sample catalog.
     catalog: String,
 }
@@ -61,44 +59,8 @@ async fn fixture() -> &'static Fixture {
                 Component::ResolutionActivator,
             ])
             .await;
-            let registry = CraneRegistry::start();
-            let examples = testkit::examples::publish(&registry);
-            let client = testkit::client().await;
-            let catalog = testkit::unique_name("examples");
-            let object: Catalog = serde_json::from_value(json!({
-                "apiVersion": "deppy.io/v1alpha1",
-                "kind": "Catalog",
-                "metadata": {"name": catalog, "labels": stack.labels()},
-                "spec": {"source": {"image": {"ref": examples.catalog}}},
-            }))
-            .unwrap();
-            let catalogs = Api::<Catalog>::all(client.clone());
-            catalogs
-                .create(&PostParams::default(), &object)
-                .await
-                .unwrap();
-            wait_for(
-                &format!("Catalog {catalog} to serve"),
-                Duration::from_secs(60),
-                || async {
-                    let current = catalogs.get(&catalog).await.map_err(|e| e.to_string())?;
-                    let conditions = current.status.map(|s| s.conditions).unwrap_or_default();
-                    if kit::conditions::is_true(&conditions, "Serving", None) {
-                        Ok(())
-                    } else {
-                        Err(format!(
-                            "{conditions:?}\n{}",
-                            stack.logs(Component::DeppyResolver)
-                        ))
-                    }
-                },
-            )
-            .await;
-            Fixture {
-                stack,
-                _registry: registry,
-                catalog,
-            }
+            let catalog = stack.examples().await.catalog.clone();
+            Fixture { stack, catalog }
         })
         .await
 }
@@ -110,22 +72,7 @@ async fn exclusive() -> MutexGuard<'static, ()> {
 }
 
 fn logs(fixture: &Fixture) -> String {
-    let mut logs = String::new();
-    for component in [
-        Component::ResolutionActivator,
-        Component::PlainProvisioner,
-        Component::RegistryProvisioner,
-        Component::RukpakCore,
-    ] {
-        let text = fixture.stack.logs(component);
-        let tail: Vec<&str> = text.lines().rev().take(30).collect();
-        logs.push_str(&format!("\n--- {} (last lines)\n", component.binary()));
-        for line in tail.into_iter().rev() {
-            logs.push_str(line);
-            logs.push('\n');
-        }
-    }
-    logs
+    fixture.stack.log_tails(30)
 }
 
 /// The activator-class annotation key.

@@ -25,8 +25,9 @@ use kube::Api;
 use kube::api::PostParams;
 use tokio::sync::OnceCell;
 
-use crate::servers::{free_port, terminate, watched};
-use crate::{apply_dir, client, install_crds, unique_name};
+use crate::examples::{Examples, publish};
+use crate::servers::{CraneRegistry, free_port, terminate, watched};
+use crate::{apply_dir, client, install_crds, unique_name, wait_for};
 
 /// The label key the stack's controllers select on.
 pub const LABEL: &str = "olmv1-test";
@@ -127,6 +128,16 @@ pub struct Stack {
     bin_dir: PathBuf,
     components: Vec<Component>,
     running: Mutex<BTreeMap<Component, Running>>,
+    examples: OnceCell<ServedExamples>,
+}
+
+/// The sample catalog of `examples/`, served to one stack.
+pub struct ServedExamples {
+    /// The name of the Catalog (labelled for the stack) serving it.
+    pub catalog: String,
+    /// The published images.
+    pub published: Examples,
+    _registry: CraneRegistry,
 }
 
 impl Stack {
@@ -165,6 +176,7 @@ impl Stack {
                 sorted
             },
             running: Mutex::new(BTreeMap::new()),
+            examples: OnceCell::new(),
             id,
         };
         for namespace in [
@@ -203,6 +215,69 @@ impl Stack {
     /// The label selector the controllers are started with.
     pub fn selector(&self) -> String {
         format!("{LABEL}={}", self.id)
+    }
+
+    /// The sample catalog, published once to a registry of this process and named in a
+    /// Catalog carrying the stack's labels; Serving when this returns. Needs
+    /// [`Component::DeppyResolver`] in the stack.
+    pub async fn examples(&self) -> &ServedExamples {
+        self.examples
+            .get_or_init(|| async {
+                let registry = CraneRegistry::start();
+                let published = publish(&registry);
+                let catalog = unique_name("examples");
+                let client = client().await;
+                let gvk = kube::api::GroupVersionKind::gvk("deppy.io", "v1alpha1", "Catalog");
+                let api: Api<kube::api::DynamicObject> =
+                    Api::all_with(client, &kube::api::ApiResource::from_gvk(&gvk));
+                let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+                    "metadata": { "name": catalog, "labels": self.labels() },
+                    "spec": { "source": { "image": { "ref": published.catalog } } },
+                }))
+                .unwrap();
+                api.create(&PostParams::default(), &object).await.unwrap();
+                wait_for(
+                    &format!("Catalog {catalog} to serve"),
+                    READY_TIMEOUT,
+                    || async {
+                        let current = api.get(&catalog).await.map_err(|e| e.to_string())?;
+                        let conditions = &current.data["status"]["conditions"];
+                        let serving = conditions
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|c| c["type"] == "Serving" && c["status"] == "True");
+                        if serving {
+                            Ok(())
+                        } else {
+                            Err(format!("{conditions}\n{}", self.log_tails(20)))
+                        }
+                    },
+                )
+                .await;
+                ServedExamples {
+                    catalog,
+                    published,
+                    _registry: registry,
+                }
+            })
+            .await
+    }
+
+    /// The last `lines` lines of every component's log, for failure messages.
+    pub fn log_tails(&self, lines: usize) -> String {
+        let mut out = String::new();
+        for &component in &self.components {
+            let text = self.logs(component);
+            let tail: Vec<&str> = text.lines().rev().take(lines).collect();
+            out.push_str(&format!("\n--- {} (last lines)\n", component.binary()));
+            for line in tail.into_iter().rev() {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
     }
 
     /// What `component` logged so far (all its runs).

@@ -5,14 +5,11 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::Duration;
-
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use serde_json::json;
-use testkit::servers::CraneRegistry;
 use testkit::stack::{Component, Stack};
-use testkit::{examples, unique_name, wait_for};
+use testkit::unique_name;
 
 fn catalogs(client: &Client) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("deppy.io", "v1alpha1", "Catalog");
@@ -36,43 +33,22 @@ async fn create_catalog(client: &Client, name: &str, image: &str, labels: serde_
 async fn controllers_run_as_processes_see_only_labelled_objects_and_survive_restarts() {
     let stack = Stack::shared(&[Component::DeppyResolver]).await;
     let client = testkit::client().await;
-    let registry = CraneRegistry::start();
-    let published = examples::publish(&registry);
+    // Serving when examples() returns: published, and named in a labelled Catalog.
+    let served = stack.examples().await;
+    let published = &served.published;
     assert_eq!(
         published.bundle_image("metrics-agent", "1.0.0"),
         format!(
             "{}/olmv1-examples/metrics-agent-bundle:v1.0.0",
-            registry.addr
+            published.registry
         )
     );
-
-    let labelled = unique_name("examples");
-    create_catalog(&client, &labelled, &published.catalog, stack.labels()).await;
+    let labelled = served.catalog.clone();
     let unlabelled = unique_name("examples-other");
     create_catalog(&client, &unlabelled, &published.catalog, json!({})).await;
-
-    let status = wait_for(
-        "the labelled catalog to serve",
-        Duration::from_secs(60),
-        || async {
-            let catalog = catalogs(&client)
-                .get(&labelled)
-                .await
-                .map_err(|e| e.to_string())?;
-            let status = catalog.data.get("status").cloned().unwrap_or_default();
-            let serving = status["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Serving" && c["status"] == "True");
-            if serving {
-                Ok(status)
-            } else {
-                Err(format!("{status}"))
-            }
-        },
-    )
-    .await;
+    let catalog = catalogs(&client).get(&labelled).await.unwrap();
+    assert_eq!(catalog.labels()["olmv1-test"], stack.id);
+    let status = catalog.data["status"].clone();
     // memcached-operator, metrics-agent, own-namespace-operator; five bundles.
     assert_eq!(status["packages"], 3, "{status}");
     assert_eq!(status["bundles"], 5, "{status}");
