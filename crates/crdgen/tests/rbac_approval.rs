@@ -42,11 +42,22 @@ async fn grant(admin: &Client, user: &str, role: &str, rules: serde_json::Value)
         .unwrap();
 }
 
+/// The ServiceAccount the test's BundleDeployments apply as: users of these tests may
+/// impersonate it, so the identity policy (tested in `identity_admission.rs`) never stands
+/// between them and the class check tested here.
+const ACCOUNT: &str = "rbac-approval";
+
+/// The grant that lets a user impersonate [`ACCOUNT`].
+fn impersonate_account() -> serde_json::Value {
+    json!({ "apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": [ACCOUNT], "verbs": ["impersonate"] })
+}
+
 fn deployment(name: &str, class: &str, template_class: &str) -> BundleDeployment {
     serde_json::from_value(json!({
         "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
         "metadata": { "name": name },
         "spec": {
+            "serviceAccount": { "namespace": "default", "name": ACCOUNT },
             "provisionerClassName": class,
             "template": { "spec": {
                 "provisionerClassName": template_class,
@@ -62,6 +73,7 @@ async fn a_user_needs_use_on_every_class_a_bundle_deployment_names() {
     let admin = client().await;
     install_crds(&admin).await;
     apply_dir(&admin, "deploy/provisioner-classes").await;
+    apply_dir(&admin, "deploy/admission").await;
 
     let user = unique_name("alice");
     grant(
@@ -72,7 +84,7 @@ async fn a_user_needs_use_on_every_class_a_bundle_deployment_names() {
             "apiGroups": ["core.rukpak.io"],
             "resources": ["bundledeployments", "bundles"],
             "verbs": ["create", "get", "update", "delete"]
-        }]),
+        }, impersonate_account()]),
     )
     .await;
     let alice: Api<BundleDeployment> = Api::all(impersonating(&user).await);
@@ -187,6 +199,7 @@ async fn changing_the_spec_is_checked_but_metadata_only_updates_are_not() {
     let admin = client().await;
     install_crds(&admin).await;
     apply_dir(&admin, "deploy/provisioner-classes").await;
+    apply_dir(&admin, "deploy/admission").await;
 
     // The admin creates a BundleDeployment; a user who may edit BundleDeployments but use no
     // class then edits it.
@@ -201,7 +214,7 @@ async fn changing_the_spec_is_checked_but_metadata_only_updates_are_not() {
     let user = unique_name("bob");
     grant(&admin, &user, &unique_name("bd-updater"), json!([{
         "apiGroups": ["core.rukpak.io"], "resources": ["bundledeployments"], "verbs": ["get", "update"]
-    }])).await;
+    }, impersonate_account()])).await;
     let bob: Api<BundleDeployment> = Api::all(impersonating(&user).await);
 
     // Metadata-only updates (what controllers and the garbage collector do) pass.

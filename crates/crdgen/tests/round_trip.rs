@@ -137,6 +137,9 @@ async fn a_provisioner_class_round_trips() {
         class,
         ProvisionerClassStatus {
             conditions: vec![condition("Available", "True", "Serving")],
+            default_identity: Some(rukpak_api::ApplyIdentity::from_username(
+                "system:serviceaccount:rukpak-system:plain-provisioner",
+            )),
         },
     )
     .await;

@@ -6,17 +6,18 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use plain_provisioner::PlainFormat;
 use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED};
-use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
+use rukpak_api::{BundleDeployment, bundle_name, template_hash};
 use rukpak_provisioner::controller::{self, Context, Settings};
 use rukpak_provisioner::drift::DriftWatches;
 use serde_json::json;
@@ -37,6 +38,7 @@ async fn setup() -> Client {
     if STARTED.get().is_none() {
         install_crds(&client).await;
         apply_dir(&client, "deploy/provisioner-classes").await;
+        apply_dir(&client, "deploy/admission").await;
         let ns: Namespace =
             serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
         let _ = Api::<Namespace>::all(client.clone())
@@ -56,6 +58,7 @@ async fn setup() -> Client {
                     resync: Duration::from_secs(30),
                     limits: content::Limits::default(),
                     selector: Some(format!("olmv1-test={}", system_namespace())),
+                    default_service_account: None,
                 };
                 let ctx = Arc::new(Context::new(
                     client,
@@ -92,101 +95,14 @@ fn deployment(name: &str, tag: &str, extra: serde_json::Value) -> BundleDeployme
     .unwrap()
 }
 
-/// Creates the BundleDeployment (if new), then plays rukpak-core: creates its Bundle, stores
-/// `manifests` (file name -> YAML) as its content and marks it unpacked.
+/// Creates or updates the BundleDeployment, then plays rukpak-core for it.
 async fn deploy(client: &Client, deployment: &BundleDeployment, manifests: &[(&str, String)]) {
-    let deployments: Api<BundleDeployment> = Api::all(client.clone());
-    let name = deployment.name_any();
-    let live = match deployments.get_opt(&name).await.unwrap() {
-        Some(_) => deployments
-            .patch(
-                &name,
-                &PatchParams::apply("test").force(),
-                &Patch::Apply(deployment),
-            )
-            .await
-            .unwrap(),
-        None => deployments
-            .create(&PostParams::default(), deployment)
-            .await
-            .unwrap(),
-    };
-    let bundle_name = bundle_name(&name, &template_hash(&live.spec.template));
-    let bundle: Bundle = serde_json::from_value(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "Bundle",
-        "metadata": {
-            "name": bundle_name,
-            "labels": { "core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": name },
-            "ownerReferences": [{
-                "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment", "name": name,
-                "uid": live.uid().unwrap(), "controller": true
-            }]
-        },
-        "spec": live.spec.template.spec
-    }))
-    .unwrap();
-    let bundles: Api<Bundle> = Api::all(client.clone());
-    let bundle = bundles
-        .create(&PostParams::default(), &bundle)
-        .await
-        .unwrap();
-
-    let dir = std::env::temp_dir().join(unique_name("bundle"));
-    std::fs::create_dir_all(dir.join("manifests")).unwrap();
-    for (file, yaml) in manifests {
-        std::fs::write(dir.join("manifests").join(file), yaml).unwrap();
-    }
-    let store = content::store::Store::new(client.clone(), system_namespace());
-    let owner = OwnerReference {
-        api_version: "core.rukpak.io/v1alpha1".into(),
-        kind: "Bundle".into(),
-        name: bundle.name_any(),
-        uid: bundle.uid().unwrap(),
-        controller: None,
-        block_owner_deletion: None,
-    };
-    let stored = content::upload::upload(
-        &store,
-        &owner,
-        content::upload::UploadInput::Directory(dir.clone()),
-        &content::Limits::default(),
-    )
-    .await
-    .unwrap();
-    std::fs::remove_dir_all(dir).unwrap();
-    let status = json!({ "status": {
-        "phase": "Unpacked",
-        "content": { "digest": stored.digest.to_string(), "size": stored.size, "chunks": stored.chunks },
-        "conditions": [{ "type": "Unpacked", "status": "True", "reason": "UnpackSuccessful",
-                         "message": "unpacked by the test", "lastTransitionTime": "2026-01-01T00:00:00Z" }]
-    }});
-    bundles
-        .patch_status(
-            &bundle.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&status),
-        )
-        .await
-        .unwrap();
+    let live = support::create_or_update(client, deployment).await;
+    support::store_bundle(client, system_namespace(), &live, manifests).await;
 }
 
-fn condition(deployment: &BundleDeployment, type_: &str) -> Option<(String, String, String)> {
-    let status = deployment.status.as_ref()?;
-    let c = kit::conditions::find(&status.conditions, type_)?;
-    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-/// Waits until `type_` has `status`, returning the condition's message.
 async fn wait_condition(client: &Client, name: &str, type_: &str, status: &str) -> String {
-    let deployments: Api<BundleDeployment> = Api::all(client.clone());
-    wait_for(&format!("{name} {type_}={status}"), TIMEOUT, || async {
-        let bd = deployments.get(name).await.map_err(|e| e.to_string())?;
-        match condition(&bd, type_) {
-            Some((s, _, message)) if s == status => Ok(message),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await
+    support::wait_condition(client, name, type_, status, TIMEOUT).await
 }
 
 fn configmap(namespace: &str, name: &str, data: &str) -> String {
@@ -520,7 +436,7 @@ async fn a_paused_bundle_deployment_does_not_undo_changes() {
         .unwrap();
     wait_for("the Paused reason", TIMEOUT, || async {
         let bd = deployments.get(&name).await.map_err(|e| e.to_string())?;
-        match condition(&bd, TYPE_INSTALLED) {
+        match support::condition(&bd, TYPE_INSTALLED) {
             Some((_, reason, _)) if reason == "Paused" => Ok(()),
             other => Err(format!("{other:?}")),
         }

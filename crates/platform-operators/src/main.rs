@@ -85,7 +85,7 @@ impl RunArgs {
     }
 
     async fn serve(self) -> Result<(), String> {
-        let chain = |err: &dyn std::error::Error| error_chain(err);
+        let chain = |err: &(dyn std::error::Error + 'static)| error_chain(err);
         let client = self.client.client().await.map_err(|e| chain(&e))?;
         let admin = Admin::new();
         let metrics = Metrics::register(&admin.registry).map_err(|e| chain(&e))?;

@@ -79,7 +79,7 @@ impl RunArgs {
     }
 
     async fn serve(self) -> Result<(), String> {
-        let chain = |err: &dyn std::error::Error| kit::error_chain(err);
+        let chain = |err: &(dyn std::error::Error + 'static)| kit::error_chain(err);
         let classes = Classes::select(&self.classes).map_err(|e| chain(&e))?;
         let client = self.client.client().await.map_err(|e| chain(&e))?;
         let admin = Admin::new();

@@ -61,7 +61,10 @@ pub struct BundleDeploymentSpec {
     pub paused: Option<bool>,
 
     /// Apply as this ServiceAccount (by impersonation), so the BundleDeployment can never
-    /// do more than the account may. Without it the provisioner's own identity applies.
+    /// do more than the account may. Without it the class's default identity applies (the
+    /// provisioner's `--default-service-account`, else the provisioner's own; see the
+    /// ProvisionerClass's `status.defaultIdentity`). Creating or changing a
+    /// BundleDeployment requires the `impersonate` verb on the identity it applies as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<ServiceAccountRef>,
 
@@ -108,6 +111,51 @@ pub struct ServiceAccountRef {
     /// Name of the ServiceAccount.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
+}
+
+impl ServiceAccountRef {
+    /// The user name the API server gives the account:
+    /// `system:serviceaccount:<namespace>:<name>`.
+    pub fn username(&self) -> String {
+        format!("system:serviceaccount:{}:{}", self.namespace, self.name)
+    }
+
+    /// The account behind a `system:serviceaccount:<namespace>:<name>` user name.
+    pub fn from_username(username: &str) -> Option<Self> {
+        let rest = username.strip_prefix("system:serviceaccount:")?;
+        let (namespace, name) = rest.split_once(':')?;
+        (!namespace.is_empty() && !name.is_empty() && !name.contains(':')).then(|| Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for ServiceAccountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl std::str::FromStr for ServiceAccountRef {
+    type Err = String;
+
+    /// Parses `NAMESPACE/NAME`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.split_once('/') {
+            Some((namespace, name))
+                if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+            {
+                Ok(Self {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                })
+            }
+            _ => Err(format!(
+                "{text:?} is not a ServiceAccount: want NAMESPACE/NAME"
+            )),
+        }
+    }
 }
 
 /// How to treat objects that already exist when a Bundle wants to apply them.
@@ -174,4 +222,53 @@ pub struct InventoryEntry {
     pub namespace: Option<String>,
     /// Name.
     pub name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_account_round_trips_through_its_user_name_and_flag_form() {
+        let account: ServiceAccountRef = "team-a/deployer".parse().unwrap();
+        assert_eq!(account.namespace, "team-a");
+        assert_eq!(account.name, "deployer");
+        assert_eq!(account.to_string(), "team-a/deployer");
+        assert_eq!(account.username(), "system:serviceaccount:team-a:deployer");
+        assert_eq!(
+            ServiceAccountRef::from_username(&account.username()),
+            Some(account)
+        );
+    }
+
+    #[test]
+    fn malformed_service_accounts_are_refused() {
+        for text in ["", "deployer", "/deployer", "team-a/", "a/b/c"] {
+            assert!(text.parse::<ServiceAccountRef>().is_err(), "{text:?}");
+        }
+        for user in [
+            "kubernetes-admin",
+            "system:serviceaccount:",
+            "system:serviceaccount:ns",
+            "system:serviceaccount::name",
+            "system:serviceaccount:ns:a:b",
+        ] {
+            assert_eq!(ServiceAccountRef::from_username(user), None, "{user:?}");
+        }
+    }
+
+    #[test]
+    fn a_user_identity_has_no_service_account() {
+        let admin = crate::ApplyIdentity::from_username("kubernetes-admin");
+        assert_eq!(admin.username, "kubernetes-admin");
+        assert_eq!(admin.service_account, None);
+        let account = crate::ApplyIdentity::from_username("system:serviceaccount:x:y");
+        assert_eq!(
+            account.service_account,
+            Some(ServiceAccountRef {
+                namespace: "x".into(),
+                name: "y".into()
+            })
+        );
+    }
 }

@@ -22,7 +22,9 @@ pub use bundle_deployment::{
     BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus, BundleTemplate,
     CollisionProtection, InventoryEntry, ServiceAccountRef, TemplateMetadata,
 };
-pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus};
+pub use provisioner_class::{
+    ApplyIdentity, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,
+};
 pub use template::{bundle_name, template_hash};
 
 /// The API group.

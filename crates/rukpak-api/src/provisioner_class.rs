@@ -2,6 +2,8 @@
 //! for who may use it.
 
 use api_common::{Condition, DNS_LABEL_PATTERN};
+
+use crate::bundle_deployment::ServiceAccountRef;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
@@ -44,4 +46,50 @@ pub struct ProvisionerClassStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "api_common::conditions_schema")]
     pub conditions: Vec<Condition>,
+
+    /// The identity a BundleDeployment of this class applies as when it names no
+    /// `spec.serviceAccount`: the provisioner's `--default-service-account`, else the
+    /// provisioner's own identity. Written by the provisioner serving the class; the
+    /// admission policy `bundle-identity.core.rukpak.io` requires whoever creates such a
+    /// BundleDeployment to be allowed to impersonate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_identity: Option<ApplyIdentity>,
+}
+
+/// An identity a provisioner applies bundles as.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplyIdentity {
+    /// The user name the API server sees, e.g.
+    /// `system:serviceaccount:rukpak-system:plain-provisioner`.
+    #[schemars(length(min = 1, max = 512))]
+    pub username: String,
+
+    /// The ServiceAccount behind `username`, when it is one. Impersonating it needs the
+    /// `impersonate` verb on `serviceaccounts` (with its name, in its namespace); any
+    /// other user needs `impersonate` on `users` with its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<ServiceAccountRef>,
+}
+
+impl ApplyIdentity {
+    /// The identity of a ServiceAccount.
+    pub fn service_account(account: ServiceAccountRef) -> Self {
+        Self {
+            username: account.username(),
+            service_account: Some(account),
+        }
+    }
+
+    /// The identity of an authenticated user name: a ServiceAccount when the name has the
+    /// `system:serviceaccount:<namespace>:<name>` form.
+    pub fn from_username(username: &str) -> Self {
+        match ServiceAccountRef::from_username(username) {
+            Some(account) => Self::service_account(account),
+            None => Self {
+                username: username.to_owned(),
+                service_account: None,
+            },
+        }
+    }
 }

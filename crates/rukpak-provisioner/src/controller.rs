@@ -30,6 +30,7 @@ use kit::retry::{Backoff, Classify, ErrorClass};
 use crate::apply::{Applier, ApplyError, ApplyRequest};
 use crate::drift::DriftWatches;
 use crate::health::{self, Health};
+use crate::identity;
 use crate::object::ObjectKey;
 use crate::status::{Outcome, next_status};
 use crate::warnings::{Warnings, client_recording_warnings};
@@ -88,6 +89,9 @@ pub struct Settings {
     /// Only handle BundleDeployments matching this label selector (for sharding, or
     /// several instances on one cluster).
     pub selector: Option<String>,
+    /// The ServiceAccount a BundleDeployment without `spec.serviceAccount` applies as;
+    /// `None`: the provisioner's own identity. See [`crate::identity`].
+    pub default_service_account: Option<rukpak_api::ServiceAccountRef>,
 }
 
 /// Everything a reconcile needs.
@@ -174,26 +178,17 @@ impl<F: BundleFormat> Context<F> {
         }
     }
 
-    /// The applier for a BundleDeployment: impersonating its ServiceAccount when it names one.
-    /// The applier for a BundleDeployment, impersonating its ServiceAccount when it names
-    /// one, and the sink of the API server warnings its writes receive.
+    /// The applier for a BundleDeployment, acting as the identity it applies as (see
+    /// [`crate::identity`]), and the sink of the API server warnings its writes receive.
     fn applier_for(&self, deployment: &BundleDeployment) -> Result<(Applier, Warnings), Error> {
-        let mut config = self.config.clone();
-        let identity = match &deployment.spec.service_account {
-            Some(account) => {
-                let user = format!(
-                    "system:serviceaccount:{}:{}",
-                    account.namespace, account.name
-                );
-                config.auth_info.impersonate = Some(user.clone());
-                config.auth_info.impersonate_groups = Some(vec![
-                    "system:serviceaccounts".to_owned(),
-                    format!("system:serviceaccounts:{}", account.namespace),
-                    "system:authenticated".to_owned(),
-                ]);
-                user
-            }
-            None => "the provisioner".to_owned(),
+        let account =
+            identity::account_for(deployment, self.settings.default_service_account.as_ref());
+        let (config, identity) = match account {
+            Some(account) => (
+                identity::impersonating(&self.config, account),
+                format!("ServiceAccount {account}"),
+            ),
+            None => (self.config.clone(), "the provisioner".to_owned()),
         };
         let (client, warnings) =
             client_recording_warnings(config).map_err(|source| Error::Client(identity, source))?;
@@ -227,6 +222,12 @@ pub async fn run<F: BundleFormat>(
     readiness: &Readiness,
     shutdown: CancellationToken,
 ) {
+    tokio::spawn(identity::publish(
+        ctx.client.clone(),
+        ctx.format.provisioner_id().to_owned(),
+        ctx.settings.default_service_account.clone(),
+        shutdown.clone(),
+    ));
     let deployments: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let bundles: Api<Bundle> = Api::all(ctx.client.clone());
     let config = kit::watch::config(ctx.settings.selector.as_deref());

@@ -3,6 +3,7 @@
 //! - [`controller`]: the BundleDeployment controller, generic over a [`controller::BundleFormat`];
 //! - [`apply`]: the engine: ordered server-side apply, collisions and CRD safety checked
 //!   before the first write, inventory, prune, and deletion that keeps user data;
+//! - [`identity`]: who a BundleDeployment applies as, published for the admission policy;
 //! - [`warnings`]: API server warnings returned while applying;
 //! - [`subset`]: the drift test that keeps steady-state resyncs free of writes;
 //! - [`manifest`]: parse bundle manifests into objects;
@@ -21,6 +22,7 @@ pub mod controller;
 pub mod crd_safety;
 pub mod drift;
 pub mod health;
+pub mod identity;
 pub mod manifest;
 pub mod object;
 pub mod phase;

@@ -33,6 +33,13 @@ pub struct RunArgs {
     #[arg(long, env = "WATCH_SELECTOR")]
     pub watch_selector: Option<String>,
 
+    /// The ServiceAccount (`NAMESPACE/NAME`) a BundleDeployment without
+    /// `spec.serviceAccount` applies as, by impersonation. Unset: the provisioner's own
+    /// identity (single-tenant clusters). Set it on shared clusters to an account with
+    /// only the rights tenants may have.
+    #[arg(long, env = "DEFAULT_SERVICE_ACCOUNT")]
+    pub default_service_account: Option<rukpak_api::ServiceAccountRef>,
+
     /// How often an unchanged BundleDeployment is re-checked for drift (e.g. `10m`).
     #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     pub resync: Duration,
@@ -47,7 +54,7 @@ impl RunArgs {
     }
 
     async fn serve<F: BundleFormat>(self, binary: &'static str, format: F) -> Result<(), String> {
-        let chain = |err: &dyn std::error::Error| kit::error_chain(err);
+        let chain = |err: &(dyn std::error::Error + 'static)| kit::error_chain(err);
         let config = self.client.config().await.map_err(|e| chain(&e))?;
         let client = kube::Client::try_from(config.clone()).map_err(|e| chain(&e))?;
         let admin = Admin::new();
@@ -58,6 +65,7 @@ impl RunArgs {
             resync: self.resync,
             limits: content::Limits::default(),
             selector: self.watch_selector.clone(),
+            default_service_account: self.default_service_account.clone(),
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(

@@ -162,6 +162,7 @@ impl Stack {
         let client = client().await;
         install_crds(&client).await;
         apply_dir(&client, "deploy/provisioner-classes").await;
+        apply_dir(&client, "deploy/admission").await;
         let stack = Stack {
             rukpak_namespace: format!("rukpak-{id}"),
             deppy_namespace: format!("deppy-{id}"),

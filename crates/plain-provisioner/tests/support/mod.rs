@@ -1,0 +1,128 @@
+//! What the plain provisioner's cluster tests share: playing rukpak-core (a Bundle with
+//! stored content, marked unpacked) and waiting for conditions.
+
+// Each test binary uses its own subset of these helpers.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
+use serde_json::json;
+use testkit::{unique_name, wait_for};
+
+/// Creates the BundleDeployment, or applies it over the existing one, as `client`.
+pub async fn create_or_update(client: &Client, deployment: &BundleDeployment) -> BundleDeployment {
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    let name = deployment.name_any();
+    match deployments.get_opt(&name).await.unwrap() {
+        Some(_) => deployments
+            .patch(
+                &name,
+                &PatchParams::apply("test").force(),
+                &Patch::Apply(deployment),
+            )
+            .await
+            .unwrap(),
+        None => deployments
+            .create(&PostParams::default(), deployment)
+            .await
+            .unwrap(),
+    }
+}
+
+/// Plays rukpak-core for `live`: creates the Bundle of its template, stores `manifests`
+/// (file name -> YAML) as its content in `system_namespace` and marks it unpacked.
+pub async fn store_bundle(
+    client: &Client,
+    system_namespace: &str,
+    live: &BundleDeployment,
+    manifests: &[(&str, String)],
+) {
+    let name = live.name_any();
+    let bundle_name = bundle_name(&name, &template_hash(&live.spec.template));
+    let bundle: Bundle = serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "Bundle",
+        "metadata": {
+            "name": bundle_name,
+            "labels": { "core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": name },
+            "ownerReferences": [{
+                "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment", "name": name,
+                "uid": live.uid().unwrap(), "controller": true
+            }]
+        },
+        "spec": live.spec.template.spec
+    }))
+    .unwrap();
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    let bundle = bundles
+        .create(&PostParams::default(), &bundle)
+        .await
+        .unwrap();
+
+    let dir = std::env::temp_dir().join(unique_name("bundle"));
+    std::fs::create_dir_all(dir.join("manifests")).unwrap();
+    for (file, yaml) in manifests {
+        std::fs::write(dir.join("manifests").join(file), yaml).unwrap();
+    }
+    let store = content::store::Store::new(client.clone(), system_namespace);
+    let owner = OwnerReference {
+        api_version: "core.rukpak.io/v1alpha1".into(),
+        kind: "Bundle".into(),
+        name: bundle.name_any(),
+        uid: bundle.uid().unwrap(),
+        controller: None,
+        block_owner_deletion: None,
+    };
+    let stored = content::upload::upload(
+        &store,
+        &owner,
+        content::upload::UploadInput::Directory(dir.clone()),
+        &content::Limits::default(),
+    )
+    .await
+    .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    let status = json!({ "status": {
+        "phase": "Unpacked",
+        "content": { "digest": stored.digest.to_string(), "size": stored.size, "chunks": stored.chunks },
+        "conditions": [{ "type": "Unpacked", "status": "True", "reason": "UnpackSuccessful",
+                         "message": "unpacked by the test", "lastTransitionTime": "2026-01-01T00:00:00Z" }]
+    }});
+    bundles
+        .patch_status(
+            &bundle.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await
+        .unwrap();
+}
+
+/// The `(status, reason, message)` of condition `type_`.
+pub fn condition(deployment: &BundleDeployment, type_: &str) -> Option<(String, String, String)> {
+    let status = deployment.status.as_ref()?;
+    let c = kit::conditions::find(&status.conditions, type_)?;
+    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// Waits until `type_` has `status`, returning the condition's message.
+pub async fn wait_condition(
+    client: &Client,
+    name: &str,
+    type_: &str,
+    status: &str,
+    timeout: Duration,
+) -> String {
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    wait_for(&format!("{name} {type_}={status}"), timeout, || async {
+        let bd = deployments.get(name).await.map_err(|e| e.to_string())?;
+        match condition(&bd, type_) {
+            Some((s, _, message)) if s == status => Ok(message),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await
+}
