@@ -33,6 +33,9 @@ async fn the_kind_overlay_and_the_base_pass_a_server_side_dry_run() {
         for object in [
             "deployment.apps/platform-operators serverside-applied (server dry run)",
             "clusterrole.rbac.authorization.k8s.io/olmv1:rukpak-core serverside-applied (server dry run)",
+            "networkpolicy.networking.k8s.io/default-deny serverside-applied (server dry run)",
+            "networkpolicy.networking.k8s.io/rukpak-core serverside-applied (server dry run)",
+            "validatingadmissionpolicy.admissionregistration.k8s.io/bundle-identity.core.rukpak.io serverside-applied (server dry run)",
         ] {
             assert!(
                 applied.contains(object),
