@@ -37,8 +37,7 @@ async fn catalog_author(admin: &Client) -> (String, Api<DynamicObject>) {
     let mut config = kube::Config::infer().await.unwrap();
     config.auth_info.impersonate = Some(user.clone());
     config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_owned()]);
-    let resource =
-        ApiResource::from_gvk(&GroupVersionKind::gvk("deppy.io", "v1alpha1", "Catalog"));
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("deppy.io", "v1alpha1", "Catalog"));
     (
         user,
         Api::all_with(Client::try_from(config).unwrap(), &resource),
@@ -61,13 +60,17 @@ async fn a_catalog_may_name_only_secrets_and_configmaps_its_author_may_read() {
     let (user, catalogs) = catalog_author(&admin).await;
     let cases = [
         (
-            catalog(json!({ "image": { "ref": "registry.example/catalog:1", "pullSecret": "index-creds" } })),
+            catalog(
+                json!({ "image": { "ref": "registry.example/catalog:1", "pullSecret": "index-creds" } }),
+            ),
             format!(
                 "user \"{user}\" may not read Secret \"index-creds\" in namespace deppy-system named in spec.source.image.pullSecret"
             ),
         ),
         (
-            catalog(json!({ "configMap": { "name": "cluster-config", "namespace": "kube-system" } })),
+            catalog(
+                json!({ "configMap": { "name": "cluster-config", "namespace": "kube-system" } }),
+            ),
             format!(
                 "user \"{user}\" may not read ConfigMap \"cluster-config\" in namespace kube-system named in spec.source.configMap"
             ),

@@ -8,17 +8,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::PartialObjectMeta;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 use rukpak_api::conditions::{TYPE_UNPACKED, reasons};
 use rukpak_api::{Bundle, BundlePhase, BundleStatus, ContentRef};
 use tokio_util::sync::CancellationToken;
 
-use content::store::Store;
+use content::store::Store as ContentStore;
 use kit::conditions::{ConditionUpdate, set_condition, status};
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, ErrorClass};
@@ -81,7 +85,7 @@ impl UnpackMetrics {
 pub struct Context {
     client: Client,
     namespace: String,
-    store: Store,
+    store: ContentStore,
     unpacker: content::source::Unpacker,
     recorder: Recorder,
     reconciles: ReconcileMetrics,
@@ -103,7 +107,7 @@ impl Context {
     ) -> Self {
         Self {
             selector,
-            store: Store::new(client.clone(), namespace),
+            store: ContentStore::new(client.clone(), namespace),
             recorder: Recorder::new(
                 client.clone(),
                 Reporter {
@@ -153,7 +157,31 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let config = kit::watch::config(ctx.selector.as_deref());
-    let controller = Controller::new(Api::<Bundle>::all(ctx.client.clone()), config)
+    let controller = kit::watch::on_spec_changes(Api::<Bundle>::all(ctx.client.clone()), config);
+    // A Bundle waiting for a missing Secret or ConfigMap retries as soon as it appears or
+    // changes, not at its next backoff. Metadata only: content-store chunks share the
+    // namespace and are large.
+    let secrets = referrers(controller.store(), Referenced::Secret);
+    let config_maps = referrers(controller.store(), Referenced::ConfigMap);
+    let controller = controller
+        .watches_stream(
+            watcher(
+                Api::<PartialObjectMeta<Secret>>::namespaced(ctx.client.clone(), &ctx.namespace),
+                watcher::Config::default(),
+            )
+            .default_backoff()
+            .touched_objects(),
+            secrets,
+        )
+        .watches_stream(
+            watcher(
+                Api::<PartialObjectMeta<ConfigMap>>::namespaced(ctx.client.clone(), &ctx.namespace),
+                watcher::Config::default(),
+            )
+            .default_backoff()
+            .touched_objects(),
+            config_maps,
+        )
         .graceful_shutdown_on(shutdown.cancelled_owned());
     readiness.track_store("watch:bundles", controller.store());
     controller
@@ -164,6 +192,59 @@ pub async fn run(
             }
         })
         .await;
+}
+
+/// A kind of object a Bundle's source may name in the system namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Referenced {
+    Secret,
+    ConfigMap,
+}
+
+/// The names of the objects of `kind` that `source` names.
+fn referenced(source: &rukpak_api::BundleSource, kind: Referenced) -> Vec<&str> {
+    match kind {
+        Referenced::Secret => [
+            source.image.as_ref().and_then(|i| i.pull_secret.as_deref()),
+            source
+                .git
+                .as_ref()
+                .and_then(|g| g.auth.as_ref())
+                .and_then(|a| a.secret.as_ref())
+                .map(|s| s.name.as_str()),
+            source
+                .http
+                .as_ref()
+                .and_then(|h| h.auth.as_ref())
+                .and_then(|a| a.secret.as_ref())
+                .map(|s| s.name.as_str()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        Referenced::ConfigMap => source
+            .config_maps
+            .iter()
+            .flatten()
+            .map(|c| c.config_map.name.as_str())
+            .collect(),
+    }
+}
+
+/// Maps a Secret or ConfigMap to the Bundles (from `bundles`) whose source names it.
+fn referrers<K: Resource>(
+    bundles: Store<Bundle>,
+    kind: Referenced,
+) -> impl Fn(PartialObjectMeta<K>) -> Vec<ObjectRef<Bundle>> + Send + Sync + 'static {
+    move |object| {
+        let name = object.name_any();
+        bundles
+            .state()
+            .iter()
+            .filter(|b| referenced(&b.spec.source, kind).contains(&name.as_str()))
+            .map(|b| ObjectRef::from(b.as_ref()))
+            .collect()
+    }
 }
 
 fn error_policy(bundle: Arc<Bundle>, error: &Error, ctx: Arc<Context>) -> Action {
@@ -214,8 +295,13 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
         .await;
     }
 
-    if current.phase != Some(BundlePhase::Unpacking)
-        && bundle.spec.source.type_ != rukpak_api::SourceType::Upload
+    // Say "Unpacking" on a first attempt only: a retry after a failure keeps showing that
+    // failure until the outcome differs, so identical failures never rewrite status.
+    let mut live = current.clone();
+    if !matches!(
+        current.phase,
+        Some(BundlePhase::Unpacking | BundlePhase::Failing)
+    ) && bundle.spec.source.type_ != rukpak_api::SourceType::Upload
     {
         let mut unpacking = current.clone();
         unpacking.phase = Some(BundlePhase::Unpacking);
@@ -232,11 +318,12 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
             &kit::conditions::now(),
         );
         write_status(&ctx, &name, &unpacking).await?;
+        live = unpacking;
     }
 
     let started = Instant::now();
     let attempt = attempt(&bundle, &ctx).await;
-    let mut next = current.clone();
+    let mut next = live.clone();
     next.observed_generation = generation;
     let now = kit::conditions::now();
     let action = match attempt {
@@ -318,8 +405,8 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
             }
         }
     };
-    if next != current {
-        announce(&ctx, &bundle, &current, &next).await;
+    if next != live {
+        announce(&ctx, &bundle, &live, &next).await;
         write_status(&ctx, &name, &next).await?;
     }
     Ok(action)
@@ -452,5 +539,34 @@ impl Context {
             note,
         )
         .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(value: serde_json::Value) -> rukpak_api::BundleSource {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn every_secret_and_configmap_a_source_names_is_found() {
+        let image = source(serde_json::json!({ "type": "image",
+            "image": { "ref": "r/b:1", "pullSecret": "pull" } }));
+        assert_eq!(referenced(&image, Referenced::Secret), ["pull"]);
+        assert!(referenced(&image, Referenced::ConfigMap).is_empty());
+        let git = source(
+            serde_json::json!({ "type": "git", "git": { "repository": "https://g/r",
+            "ref": { "branch": "main" }, "auth": { "secret": { "name": "git" } } } }),
+        );
+        assert_eq!(referenced(&git, Referenced::Secret), ["git"]);
+        let http = source(serde_json::json!({ "type": "http",
+            "http": { "url": "https://h/b.tgz", "auth": { "secret": { "name": "http" } } } }));
+        assert_eq!(referenced(&http, Referenced::Secret), ["http"]);
+        let maps = source(serde_json::json!({ "type": "configMaps", "configMaps": [
+            { "configMap": { "name": "a" } }, { "configMap": { "name": "b" }, "path": "x" } ] }));
+        assert_eq!(referenced(&maps, Referenced::ConfigMap), ["a", "b"]);
+        assert!(referenced(&maps, Referenced::Secret).is_empty());
     }
 }

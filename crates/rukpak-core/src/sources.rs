@@ -53,10 +53,14 @@ pub enum SourceError {
 }
 
 impl SourceError {
-    /// Missing objects may still be created, and the API may recover: only a Secret of
-    /// the wrong shape or an incomplete spec needs someone to act.
+    /// Whether only a change can help: a missing or unusable Secret or ConfigMap (the
+    /// Bundle controller watches them, so creating or fixing one retries at once) or an
+    /// incomplete spec. Reading from the API server is retried with backoff.
     pub fn is_terminal(&self) -> bool {
-        matches!(self, Self::BadSecret { .. } | Self::Incomplete(_))
+        matches!(
+            self,
+            Self::Missing { .. } | Self::BadSecret { .. } | Self::Incomplete(_)
+        )
     }
 }
 
@@ -339,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn only_unusable_secrets_and_incomplete_specs_are_terminal() {
+    fn only_api_errors_are_retried_on_the_backoff() {
         assert!(SourceError::Incomplete("image").is_terminal());
         assert!(
             SourceError::BadSecret {
@@ -349,11 +353,21 @@ mod tests {
             }
             .is_terminal()
         );
+        // Watched: creating it retries at once.
         assert!(
-            !SourceError::Missing {
+            SourceError::Missing {
                 kind: "Secret",
                 namespace: "n".into(),
                 name: "s".into()
+            }
+            .is_terminal()
+        );
+        assert!(
+            !SourceError::Kube {
+                kind: "Secret",
+                namespace: "n".into(),
+                name: "s".into(),
+                source: kube::Error::LinesCodecMaxLineLengthExceeded,
             }
             .is_terminal()
         );

@@ -664,3 +664,157 @@ async fn killing_rukpak_core_mid_unpack_and_restarting_it_converges_without_dupl
         "exactly one copy of the content"
     );
 }
+
+/// Serves `archive` at `/bundle.tgz` and 404 everywhere else, counting every request.
+async fn serve_counting(archive: Vec<u8>) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/bundle.tgz",
+            axum::routing::get(move || {
+                let archive = archive.clone();
+                async move { archive }
+            }),
+        )
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    next.run(request).await
+                }
+            },
+        ));
+    testkit::spawn_background(move || async move {
+        let listener = tokio::net::TcpListener::from_std(listener.into_std().unwrap()).unwrap();
+        axum::serve(listener, app).await.unwrap();
+    });
+    (format!("http://{address}"), hits)
+}
+
+/// The number of Events recorded for `object` with `reason`, counting each series.
+async fn event_count(client: &Client, object: &str, reason: &str) -> i32 {
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::all(client.clone());
+    events
+        .list(&ListParams::default().fields(&format!("involvedObject.name={object}")))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .map(|e| e.count.unwrap_or(1).max(1))
+        .sum()
+}
+
+#[tokio::test]
+async fn a_failing_source_is_retried_on_the_backoff_schedule_not_in_a_hot_loop() {
+    use std::sync::atomic::Ordering;
+    let client = setup().await;
+    let (base, hits) = serve_counting(Vec::new()).await;
+    let name = unique_name("hotloop");
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    bundles
+        .create(
+            &PostParams::default(),
+            &bundle_object(
+                &name,
+                json!({ "type": "http", "http": { "url": format!("{base}/missing.tgz") } }),
+            ),
+        )
+        .await
+        .unwrap();
+    wait_phase(&client, &name, BundlePhase::Failing).await;
+    let resource_version = bundles.get(&name).await.unwrap().resource_version();
+
+    // Backoff from 1 s doubling (each delay a random time in [d/2, d]): at most 6 attempts
+    // start within 20 s. Before the fix a 404 on loopback was fetched ~78 times a second.
+    let window = Duration::from_secs(20);
+    tokio::time::sleep(window).await;
+    let attempts = hits.load(Ordering::SeqCst);
+    eprintln!("a 404 http source was fetched {attempts} times in {window:?}");
+    assert!(
+        attempts >= 2,
+        "the failing source was not retried: {attempts}"
+    );
+    assert!(
+        attempts <= 8,
+        "{attempts} fetches in {window:?}: a hot loop"
+    );
+
+    // Identical failures do not rewrite status or re-emit Events (series may count up).
+    let bundle = bundles.get(&name).await.unwrap();
+    assert_eq!(
+        bundle.resource_version(),
+        resource_version,
+        "status was rewritten by identical failures"
+    );
+    assert_eq!(bundle.status.unwrap().phase, Some(BundlePhase::Failing));
+    let failures = event_count(&client, &name, "UnpackFailed").await;
+    assert_eq!(failures, 1, "UnpackFailed events: {failures}");
+}
+
+#[tokio::test]
+async fn a_missing_secret_is_watched_so_creating_it_retries_at_once() {
+    use std::sync::atomic::Ordering;
+    let client = setup().await;
+    let (base, hits) = serve_counting(tar_gz(&[(
+        "manifests/a.yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    )]))
+    .await;
+    let secret = unique_name("creds");
+    let name = unique_name("needs-secret");
+    Api::<Bundle>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &bundle_object(
+                &name,
+                json!({ "type": "http", "http": { "url": format!("{base}/bundle.tgz"),
+                        "auth": { "secret": { "name": secret } } } }),
+            ),
+        )
+        .await
+        .unwrap();
+    let message = unpacked_message(&wait_phase(&client, &name, BundlePhase::Failing).await);
+    assert!(message.contains(&secret), "{message}");
+    // A missing Secret waits for a change (no retries, no requests) ...
+    let failing_version = Api::<Bundle>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap()
+        .resource_version();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "fetched without its Secret");
+    assert_eq!(
+        Api::<Bundle>::all(client.clone())
+            .get(&name)
+            .await
+            .unwrap()
+            .resource_version(),
+        failing_version,
+        "status rewritten while waiting for the Secret"
+    );
+
+    // ... and its creation retries at once.
+    let created = std::time::Instant::now();
+    let object: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": { "name": secret },
+        "stringData": { "username": "u", "password": "p" }
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), system_namespace())
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    wait_phase(&client, &name, BundlePhase::Unpacked).await;
+    let waited = created.elapsed();
+    eprintln!("unpacked {waited:?} after its Secret was created");
+    assert!(
+        waited < Duration::from_secs(5),
+        "the Bundle waited {waited:?} for its backoff instead of reacting to the Secret"
+    );
+}

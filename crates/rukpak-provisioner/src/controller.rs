@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
@@ -231,7 +231,7 @@ pub async fn run<F: BundleFormat>(
     let deployments: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let bundles: Api<Bundle> = Api::all(ctx.client.clone());
     let config = kit::watch::config(ctx.settings.selector.as_deref());
-    let controller = Controller::new(deployments, config)
+    let controller = kit::watch::on_spec_changes(deployments, config)
         .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
         .reconcile_on(ReceiverStream::new(requests))
         .graceful_shutdown_on(shutdown.cancelled_owned());

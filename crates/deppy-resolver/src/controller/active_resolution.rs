@@ -8,6 +8,7 @@
 //! When a resolution fails, the previous selections stay: the condition says they are stale,
 //! and the activator must not tear down an installation because a catalog went away.
 
+use kube::runtime::WatchStreamExt;
 use std::sync::Arc;
 
 use deppy_api::conditions::{TYPE_RESOLVED, reasons};
@@ -72,9 +73,14 @@ pub(super) async fn run(
     catalogs_changed: impl Stream<Item = ()> + Send + 'static,
     shutdown: CancellationToken,
 ) {
-    let controller = Controller::for_stream(resolutions, store)
-        .reconcile_all_on(catalogs_changed)
-        .graceful_shutdown_on(shutdown.cancelled_owned());
+    let controller = Controller::for_stream(
+        // Not on status writes (its own, and the activator's entities): spec changes and
+        // catalog changes re-resolve.
+        resolutions.predicate_filter(kit::watch::authored, Default::default()),
+        store,
+    )
+    .reconcile_all_on(catalogs_changed)
+    .graceful_shutdown_on(shutdown.cancelled_owned());
     controller
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

@@ -73,8 +73,12 @@ pub(super) async fn run(
     store: Store<Catalog>,
     shutdown: CancellationToken,
 ) {
-    let controller =
-        Controller::for_stream(catalogs, store).graceful_shutdown_on(shutdown.cancelled_owned());
+    let controller = Controller::for_stream(
+        // Not on its own status writes: a failing Catalog retries on its backoff.
+        catalogs.predicate_filter(kit::watch::authored, Default::default()),
+        store,
+    )
+    .graceful_shutdown_on(shutdown.cancelled_owned());
     let served = ctx.catalogs.clone();
     let changed = ctx.changed.clone();
     let reconciles = controller

@@ -8,6 +8,7 @@
 //! controller reads that chain back into the `Installed` condition (see
 //! [`crate::status::installed`]). Deletion cascades through owner references.
 
+use kube::runtime::WatchStreamExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,7 +100,12 @@ pub(super) async fn run(
     requeues: impl Stream<Item = ObjectRef<PlatformOperator>> + Send + 'static,
     shutdown: CancellationToken,
 ) {
-    Controller::for_stream(operators, ctx.caches.operators.clone())
+    Controller::for_stream(
+        // Not on its own status writes; progress arrives through the owned resolution and
+        // the watched BundleDeployments.
+        operators.predicate_filter(kit::watch::authored, Default::default()),
+        ctx.caches.operators.clone(),
+    )
         .owns_stream(resolutions)
         .watches_stream(deployments, {
             let caches = ctx.caches.clone();
