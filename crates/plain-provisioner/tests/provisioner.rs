@@ -59,6 +59,7 @@ async fn setup() -> Client {
                     limits: content::Limits::default(),
                     selector: Some(format!("olmv1-test={}", system_namespace())),
                     default_service_account: None,
+                    concurrency: 4,
                 };
                 let ctx = Arc::new(Context::new(
                     client,

@@ -172,6 +172,7 @@ async fn setup() -> Client {
                     selector: Some(format!("olmv1-test={system_namespace}")),
                     system_namespace,
                     default_service_account: Some(default),
+                    concurrency: 4,
                 };
                 let ctx = Arc::new(Context::new(
                     client,

@@ -92,6 +92,9 @@ pub struct Settings {
     /// The ServiceAccount a BundleDeployment without `spec.serviceAccount` applies as;
     /// `None`: the provisioner's own identity. See [`crate::identity`].
     pub default_service_account: Option<rukpak_api::ServiceAccountRef>,
+    /// At most this many BundleDeployments are reconciled at once (0: no limit), so many
+    /// slow or failing ones cannot take every worker from the rest.
+    pub concurrency: u16,
 }
 
 /// Everything a reconcile needs.
@@ -232,6 +235,9 @@ pub async fn run<F: BundleFormat>(
     let bundles: Api<Bundle> = Api::all(ctx.client.clone());
     let config = kit::watch::config(ctx.settings.selector.as_deref());
     let controller = kit::watch::on_spec_changes(deployments, config)
+        .with_config(
+            kube::runtime::controller::Config::default().concurrency(ctx.settings.concurrency),
+        )
         .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
         .reconcile_on(ReceiverStream::new(requests))
         .graceful_shutdown_on(shutdown.cancelled_owned());

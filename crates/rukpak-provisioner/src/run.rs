@@ -40,6 +40,10 @@ pub struct RunArgs {
     #[arg(long, env = "DEFAULT_SERVICE_ACCOUNT")]
     pub default_service_account: Option<rukpak_api::ServiceAccountRef>,
 
+    /// At most this many BundleDeployments are reconciled at once (0: no limit).
+    #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 8)]
+    pub max_concurrent_reconciles: u16,
+
     /// How often an unchanged BundleDeployment is re-checked for drift (e.g. `10m`).
     #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     pub resync: Duration,
@@ -66,6 +70,7 @@ impl RunArgs {
             limits: content::Limits::default(),
             selector: self.watch_selector.clone(),
             default_service_account: self.default_service_account.clone(),
+            concurrency: self.max_concurrent_reconciles,
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(
