@@ -6,42 +6,25 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 use kube::discovery::ApiResource;
 use kube::{Api, Client};
 use serde_json::json;
+use testkit::users::{grant, impersonating};
 use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
 
 async fn catalog_author(admin: &Client) -> (String, Api<DynamicObject>) {
     let user = unique_name("dave");
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": { "name": user },
-        "rules": [{ "apiGroups": ["deppy.io"], "resources": ["catalogs"], "verbs": ["create"] }]
-    }))
-    .unwrap();
-    Api::<ClusterRole>::all(admin.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": user },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }]
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-    let mut config = kube::Config::infer().await.unwrap();
-    config.auth_info.impersonate = Some(user.clone());
-    config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_owned()]);
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("deppy.io", "v1alpha1", "Catalog"));
-    (
-        user,
-        Api::all_with(Client::try_from(config).unwrap(), &resource),
+    grant(
+        admin,
+        &user,
+        &user,
+        json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs"], "verbs": ["create"] }]),
     )
+    .await;
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("deppy.io", "v1alpha1", "Catalog"));
+    let catalogs = Api::all_with(impersonating(&user).await, &resource);
+    (user, catalogs)
 }
 
 fn catalog(source: serde_json::Value) -> DynamicObject {

@@ -8,21 +8,14 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use rukpak_api::{BundleDeployment, ProvisionerClass};
 use serde_json::json;
+use testkit::users::{grant, impersonating};
 use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-async fn impersonating(user: &str) -> Client {
-    let mut config = kube::Config::infer().await.unwrap();
-    config.auth_info.impersonate = Some(user.to_owned());
-    config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_owned()]);
-    Client::try_from(config).unwrap()
-}
 
 /// A user who may create BundleDeployments and use every class, plus `extra` rules.
 async fn user_with(admin: &Client, extra: &[serde_json::Value]) -> (String, Client) {
@@ -32,22 +25,7 @@ async fn user_with(admin: &Client, extra: &[serde_json::Value]) -> (String, Clie
         json!({ "apiGroups": ["core.rukpak.io"], "resources": ["provisionerclasses"], "verbs": ["use"] }),
     ];
     rules.extend(extra.iter().cloned());
-    let role: ClusterRole =
-        serde_json::from_value(json!({ "metadata": { "name": user }, "rules": rules })).unwrap();
-    Api::<ClusterRole>::all(admin.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": user },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }]
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+    grant(admin, &user, &user, serde_json::Value::Array(rules)).await;
     let client = impersonating(&user).await;
     (user, client)
 }

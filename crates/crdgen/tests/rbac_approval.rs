@@ -7,40 +7,12 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use kube::{Api, Client};
 use rukpak_api::BundleDeployment;
 use serde_json::json;
+use testkit::users::{grant, impersonating};
 use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
-
-/// A client that impersonates `user` (authenticated, no groups beyond that).
-async fn impersonating(user: &str) -> Client {
-    let mut config = kube::Config::infer().await.unwrap();
-    config.auth_info.impersonate = Some(user.to_owned());
-    config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_owned()]);
-    Client::try_from(config).unwrap()
-}
-
-/// Grants `user` the cluster role `role` (created from `rules`).
-async fn grant(admin: &Client, user: &str, role: &str, rules: serde_json::Value) {
-    let role_object: ClusterRole =
-        serde_json::from_value(json!({ "metadata": { "name": role }, "rules": rules })).unwrap();
-    Api::<ClusterRole>::all(admin.clone())
-        .create(&PostParams::default(), &role_object)
-        .await
-        .unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": role },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }]
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-}
 
 /// The ServiceAccount the test's BundleDeployments apply as: users of these tests may
 /// impersonate it, so the identity policy (tested in `identity_admission.rs`) never stands

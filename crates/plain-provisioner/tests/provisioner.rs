@@ -8,18 +8,14 @@
 
 mod support;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kit::metrics::ReconcileMetrics;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use plain_provisioner::PlainFormat;
 use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED};
 use rukpak_api::{BundleDeployment, bundle_name, template_hash};
-use rukpak_provisioner::controller::{self, Context, Settings};
-use rukpak_provisioner::drift::DriftWatches;
 use serde_json::json;
 use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
 
@@ -45,32 +41,7 @@ async fn setup() -> Client {
             .create(&PostParams::default(), &ns)
             .await;
         if STARTED.set(()).is_ok() {
-            testkit::spawn_background(move || async move {
-                let config = kube::Config::infer().await.unwrap();
-                let client = Client::try_from(config.clone()).unwrap();
-                let registry = prometheus::Registry::new();
-                let metrics =
-                    ReconcileMetrics::register(&registry, "plain_provisioner_test").unwrap();
-                let shutdown = tokio_util::sync::CancellationToken::new();
-                let (drift, requests) = DriftWatches::new(client.clone(), shutdown.clone());
-                let settings = Settings {
-                    system_namespace: system_namespace().to_owned(),
-                    resync: Duration::from_secs(30),
-                    limits: content::Limits::default(),
-                    selector: Some(format!("olmv1-test={}", system_namespace())),
-                    default_service_account: None,
-                    concurrency: 4,
-                };
-                let ctx = Arc::new(Context::new(
-                    client,
-                    config,
-                    PlainFormat,
-                    settings,
-                    metrics,
-                    drift,
-                ));
-                controller::run(ctx, requests, &kit::admin::Readiness::default(), shutdown).await;
-            });
+            support::start_provisioner(system_namespace().to_owned(), None);
         }
     }
     client

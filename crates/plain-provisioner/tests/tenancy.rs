@@ -12,19 +12,15 @@
 
 mod support;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kit::metrics::ReconcileMetrics;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use plain_provisioner::PlainFormat;
 use rukpak_api::conditions::TYPE_INSTALLED;
 use rukpak_api::{BundleDeployment, ProvisionerClass, ServiceAccountRef};
-use rukpak_provisioner::controller::{self, Context, Settings};
-use rukpak_provisioner::drift::DriftWatches;
 use serde_json::json;
 use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
 
@@ -159,31 +155,7 @@ async fn setup() -> Client {
 
             let default = w.installer.clone();
             let system_namespace = w.system_namespace.clone();
-            testkit::spawn_background(move || async move {
-                let config = kube::Config::infer().await.unwrap();
-                let client = Client::try_from(config.clone()).unwrap();
-                let registry = prometheus::Registry::new();
-                let metrics = ReconcileMetrics::register(&registry, "tenancy_test").unwrap();
-                let shutdown = tokio_util::sync::CancellationToken::new();
-                let (drift, requests) = DriftWatches::new(client.clone(), shutdown.clone());
-                let settings = Settings {
-                    resync: Duration::from_secs(30),
-                    limits: content::Limits::default(),
-                    selector: Some(format!("olmv1-test={system_namespace}")),
-                    system_namespace,
-                    default_service_account: Some(default),
-                    concurrency: 4,
-                };
-                let ctx = Arc::new(Context::new(
-                    client,
-                    config,
-                    PlainFormat,
-                    settings,
-                    metrics,
-                    drift,
-                ));
-                controller::run(ctx, requests, &kit::admin::Readiness::default(), shutdown).await;
-            });
+            support::start_provisioner(system_namespace, Some(default));
 
             // The provisioner publishes its default identity for the admission policy.
             let classes: Api<ProvisionerClass> = Api::all(admin.clone());
@@ -208,30 +180,25 @@ async fn setup() -> Client {
 /// shipped `provisioner-class-user:core-rukpak-io-plain` role), and nothing else.
 async fn tenant(admin: &Client) -> (String, Client) {
     let user = unique_name("mallory");
-    let role = unique_name("bd-author");
-    create::<ClusterRole>(
+    testkit::users::grant(
         admin,
-        json!({ "metadata": { "name": role }, "rules": [{
+        &user,
+        &unique_name("bd-author"),
+        json!([{
             "apiGroups": ["core.rukpak.io"], "resources": ["bundledeployments"],
             "verbs": ["create", "get", "list", "watch", "update", "patch", "delete"]
-        }]}),
+        }]),
     )
     .await;
-    for role in [role.as_str(), "provisioner-class-user:core-rukpak-io-plain"] {
-        create::<ClusterRoleBinding>(
-            admin,
-            json!({
-                "metadata": { "name": unique_name("tenant") },
-                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
-                "subjects": [user_subject(&user)]
-            }),
-        )
-        .await;
-    }
-    let mut config = kube::Config::infer().await.unwrap();
-    config.auth_info.impersonate = Some(user.clone());
-    config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_owned()]);
-    (user.clone(), Client::try_from(config).unwrap())
+    testkit::users::bind(
+        admin,
+        &user,
+        &unique_name("tenant"),
+        "provisioner-class-user:core-rukpak-io-plain",
+    )
+    .await;
+    let client = testkit::users::impersonating(&user).await;
+    (user, client)
 }
 
 /// Lets `user` impersonate `account`.

@@ -11,6 +11,7 @@
 pub mod examples;
 pub mod servers;
 pub mod stack;
+pub mod users;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

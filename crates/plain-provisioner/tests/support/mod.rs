@@ -4,14 +4,52 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
+use plain_provisioner::PlainFormat;
+use rukpak_api::{Bundle, BundleDeployment, ServiceAccountRef, bundle_name, template_hash};
+use rukpak_provisioner::controller::{self, Context, Settings};
+use rukpak_provisioner::drift::DriftWatches;
 use serde_json::json;
 use testkit::{unique_name, wait_for};
+
+/// Starts a plain provisioner in this process, on a runtime of its own that outlives each
+/// test, handling BundleDeployments labelled `olmv1-test=<system_namespace>`.
+pub fn start_provisioner(
+    system_namespace: String,
+    default_service_account: Option<ServiceAccountRef>,
+) {
+    testkit::spawn_background(move || async move {
+        let config = kube::Config::infer().await.unwrap();
+        let client = Client::try_from(config.clone()).unwrap();
+        let registry = prometheus::Registry::new();
+        let metrics = ReconcileMetrics::register(&registry, "plain_provisioner_test").unwrap();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let (drift, requests) = DriftWatches::new(client.clone(), shutdown.clone());
+        let settings = Settings {
+            resync: Duration::from_secs(30),
+            limits: content::Limits::default(),
+            selector: Some(format!("olmv1-test={system_namespace}")),
+            system_namespace,
+            default_service_account,
+            concurrency: 4,
+        };
+        let ctx = Arc::new(Context::new(
+            client,
+            config,
+            PlainFormat,
+            settings,
+            metrics,
+            drift,
+        ));
+        controller::run(ctx, requests, &kit::admin::Readiness::default(), shutdown).await;
+    });
+}
 
 /// Creates the BundleDeployment, or applies it over the existing one, as `client`.
 pub async fn create_or_update(client: &Client, deployment: &BundleDeployment) -> BundleDeployment {
