@@ -62,6 +62,11 @@ impl Env {
         }
     }
 
+    /// The controllers run as local processes of this test (not deployed).
+    pub fn stack(&self) -> Option<&'static Stack> {
+        self.stack
+    }
+
     /// The log of `component` so far, for failure messages (local mode only).
     pub fn logs(&self, component: Component) -> String {
         self.stack

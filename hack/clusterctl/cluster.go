@@ -359,6 +359,51 @@ func (c *cluster) stopAll() error {
 	return nil
 }
 
+// restartAPIServer kills kube-apiserver (SIGKILL: a crash, not a graceful shutdown), keeps
+// it down for `down`, starts it again with the command line it had and waits for /readyz.
+func (c *cluster) restartAPIServer(down, timeout time.Duration) error {
+	const name = "kube-apiserver"
+	pid, ok := c.pid(name)
+	if !ok {
+		return fmt.Errorf("%s of cluster %s is not running", name, c.name)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return err
+	}
+	argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("failed to kill %s (pid %d): %w", name, pid, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, still := c.pid(name); !still {
+			break
+		}
+	}
+	c.logf("killed %s (pid %d); down for %s", name, pid, down)
+	time.Sleep(down)
+	c.binDir = filepath.Dir(argv[0])
+	if err := c.spawn(name, argv[1:]...); err != nil {
+		return err
+	}
+	var ports ports
+	rawPorts, err := os.ReadFile(c.path("ports.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(rawPorts, &ports); err != nil {
+		return err
+	}
+	// /readyz is public (system:public-info-viewer); the serving certificate is our own CA's.
+	api := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	}}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports.APIServer)
+	return waitFor(name+" /readyz", time.Now().Add(timeout), c.alive(name), func() error {
+		return httpCheck(api, url, "ok")
+	})
+}
+
 func (c *cluster) status() error {
 	running := c.runningComponents()
 	for _, name := range components {

@@ -6,6 +6,7 @@
 //	clusterctl up   --name NAME --bin-dir DIR [--state-root DIR] [--timeout 120s]
 //	clusterctl down --name NAME [--state-root DIR]
 //	clusterctl status --name NAME [--state-root DIR]
+//	clusterctl restart-apiserver --name NAME [--down 10s] [--state-root DIR]
 //
 // `up` prints the kubeconfig path as the last line of stdout. `down` stops exactly the
 // processes `up` started (by pid, checked against their command line) and removes the
@@ -22,11 +23,13 @@ import (
 	"time"
 )
 
-const usage = `usage: clusterctl <up|down|status> --name NAME [flags]
+const usage = `usage: clusterctl <up|down|status|restart-apiserver> --name NAME [flags]
 
-  up      start a cluster and print its kubeconfig path (last line of stdout)
-  down    stop the cluster's processes and remove its state
-  status  print whether the cluster's processes are running
+  up                 start a cluster and print its kubeconfig path (last line of stdout)
+  down               stop the cluster's processes and remove its state
+  status             print whether the cluster's processes are running
+  restart-apiserver  kill kube-apiserver, keep it down for --down, start it again with the
+                     same arguments and wait for /readyz (failure and recovery tests)
 `
 
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
@@ -49,6 +52,7 @@ func run(args []string) error {
 	stateRoot := fs.String("state-root", defaultStateRoot(), "directory holding one state directory per cluster")
 	binDir := fs.String("bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwok-stages.yaml")
 	timeout := fs.Duration("timeout", 180*time.Second, "how long `up` waits for the cluster to become ready")
+	down := fs.Duration("down", 10*time.Second, "how long restart-apiserver keeps kube-apiserver down")
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
@@ -80,6 +84,8 @@ func run(args []string) error {
 		return c.down()
 	case "status":
 		return c.status()
+	case "restart-apiserver":
+		return c.restartAPIServer(*down, *timeout)
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
@@ -30,8 +30,16 @@ pub struct Readiness {
 #[derive(Debug, Default)]
 struct ReadinessState {
     gates: BTreeMap<String, bool>,
+    /// When each watch last failed.
+    failures: BTreeMap<String, Instant>,
     standby: bool,
 }
+
+/// How long a watch counts as failing after its last error. A watch that keeps failing
+/// (API server down) errors at least every 4 s ([`crate::watch::WatchBackoff`]), so its
+/// gate stays closed; a resumed watch emits nothing, so "no error for this long" is how
+/// its recovery shows.
+const FAILING_FOR: Duration = Duration::from_secs(6);
 
 /// An open-able readiness gate; see [`Readiness::register`].
 #[derive(Debug)]
@@ -96,6 +104,14 @@ impl Readiness {
         })
     }
 
+    /// Records that the watch `name` just failed: `/readyz` reports not ready until it has
+    /// gone [`FAILING_FOR`] without failing again.
+    pub fn watch_failed(&self, name: &str) {
+        self.state()
+            .failures
+            .insert(name.to_owned(), Instant::now());
+    }
+
     /// Marks this process as a standby (not leading): ready regardless of the gates.
     pub fn set_standby(&self, standby: bool) {
         self.state().standby = standby;
@@ -107,12 +123,17 @@ impl Readiness {
         if state.standby {
             return Vec::new();
         }
-        state
+        let closed = state
             .gates
             .iter()
             .filter(|(_, ready)| !**ready)
-            .map(|(name, _)| name.clone())
-            .collect()
+            .map(|(name, _)| name.clone());
+        let failing = state
+            .failures
+            .iter()
+            .filter(|(_, at)| at.elapsed() < FAILING_FOR)
+            .map(|(name, _)| format!("{name} (failing)"));
+        closed.chain(failing).collect()
     }
 
     /// Whether every registered gate is open (or this process is on standby).
@@ -240,6 +261,20 @@ mod tests {
         bundles.open();
         assert_eq!(readiness.pending(), vec!["watch:bundledeployments"]);
         deployments.open();
+        assert!(readiness.is_ready());
+    }
+
+    #[test]
+    fn a_failing_watch_is_not_ready_until_it_stops_failing() {
+        let readiness = Readiness::default();
+        readiness.register("watch:bundles").open();
+        assert!(readiness.is_ready());
+        readiness.watch_failed("watch:bundles");
+        assert_eq!(readiness.pending(), ["watch:bundles (failing)"]);
+        // Recovery: no error for FAILING_FOR.
+        if let Some(at) = readiness.state().failures.get_mut("watch:bundles") {
+            *at -= FAILING_FOR;
+        }
         assert!(readiness.is_ready());
     }
 

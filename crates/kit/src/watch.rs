@@ -2,13 +2,62 @@
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
+use std::time::Duration;
 
+use futures::StreamExt;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::utils::Backoff;
 use kube::runtime::watcher;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
+
+use crate::admin::Readiness;
+
+/// The backoff of every watch and controller trigger stream: from 250 ms doubling to at
+/// most 4 s (each delay a random time in its upper half), and back to 250 ms after any
+/// success.
+///
+/// kube-runtime's default grows to 30 s and only resets after 120 s without an error. An
+/// API server restart produces a burst of errors (refused connections, then `410 Gone` for
+/// every resumed watch, and a controller's trigger stream backs off again on top of its
+/// watches'), so a controller used to resume 30 s to 3 min after the API server was back.
+/// A short cap keeps that to seconds; a failing API server still sees at most one watch
+/// attempt per watch every 2-4 s.
+#[derive(Debug, Clone)]
+pub struct WatchBackoff {
+    next: Duration,
+}
+
+impl WatchBackoff {
+    const FIRST: Duration = Duration::from_millis(250);
+    const MAX: Duration = Duration::from_secs(4);
+}
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        Self { next: Self::FIRST }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let ceiling = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        let half = ceiling / 2;
+        let spread = u64::try_from((ceiling - half).as_millis()).unwrap_or(0);
+        Some(half + Duration::from_millis(rand::random_range(0..=spread)))
+    }
+}
+
+impl Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+}
 
 /// Watch everything, or with `selector` only objects matching that label selector (to
 /// shard a kind over several instances, or to run several on one cluster).
@@ -44,19 +93,94 @@ pub fn authored<K: Resource>(object: &K) -> Option<u64> {
 /// backoff and "wait for a change" its reconcile returned (the hot loop of issue #18).
 /// Progress of other objects arrives through `owns`/`watches`, and the controller's own
 /// timers through the `Action` it returns.
-pub fn on_spec_changes<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
+///
+/// `/readyz` (through `readiness`) waits for the watch's initial list under `name` and
+/// reports not ready while the watch fails.
+pub fn on_spec_changes<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    readiness: &Readiness,
+    name: &str,
+) -> Controller<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
     let (reader, writer): (Store<K>, _) = reflector::store();
     let trigger = watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
+        .inspect(report_failures(readiness, name))
         .reflect(writer)
         .applied_objects()
         .predicate_filter(authored, Default::default());
-    Controller::for_stream(trigger, reader)
+    readiness.track_store(name, reader.clone());
+    Controller::for_stream(trigger, reader).trigger_backoff(WatchBackoff::default())
 }
+
+/// A controller for `K` that runs on every change of it, status included (for kinds
+/// whose status another component writes, e.g. the activator reading deppy-resolver's
+/// `Resolved`), with [`WatchBackoff`] on its watch and trigger stream (kube-runtime's
+/// `Controller::new` uses its 30 s default) and `/readyz` reporting on it under `name`.
+pub fn on_every_change<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    readiness: &Readiness,
+    name: &str,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
+    let (reader, writer): (Store<K>, _) = reflector::store();
+    let trigger = watcher(api, config)
+        .backoff(WatchBackoff::default())
+        .inspect(report_failures(readiness, name))
+        .reflect(writer)
+        .applied_objects();
+    readiness.track_store(name, reader.clone());
+    Controller::for_stream(trigger, reader).trigger_backoff(WatchBackoff::default())
+}
+
+/// For `.inspect(...)` on a watch stream: tells `readiness` each time the watch `name`
+/// fails, so `/readyz` says not ready while it does.
+pub fn report_failures<T>(
+    readiness: &Readiness,
+    name: &str,
+) -> impl FnMut(&Result<T, watcher::Error>) + Send + 'static {
+    let readiness = readiness.clone();
+    let name = name.to_owned();
+    move |event| {
+        if let Err(err) = event {
+            tracing::debug!(watch = %name, error = %crate::error_chain(err), "watch failed");
+            readiness.watch_failed(&name);
+        }
+    }
+}
+
+/// For `.inspect(...)` on a controller's results, when its watches are kube-runtime's own
+/// (`Controller::new`, `owns`): tells `readiness` each time one of them fails.
+pub fn report_controller_failures<K, E>(
+    readiness: &Readiness,
+    name: &str,
+) -> impl FnMut(&ControllerResult<K, E>) + Send + 'static
+where
+    K: Resource,
+    E: std::error::Error + 'static,
+{
+    let readiness = readiness.clone();
+    let name = name.to_owned();
+    move |result| {
+        if let Err(kube::runtime::controller::Error::QueueError(_)) = result {
+            readiness.watch_failed(&name);
+        }
+    }
+}
+
+/// What a kube-runtime controller's `run` stream yields.
+pub type ControllerResult<K, E> = Result<
+    (ObjectRef<K>, kube::runtime::controller::Action),
+    kube::runtime::controller::Error<E, watcher::Error>,
+>;
 
 #[cfg(test)]
 mod tests {
@@ -67,6 +191,21 @@ mod tests {
         let mut object = ConfigMap::default();
         object.metadata.generation = Some(generation);
         object
+    }
+
+    #[test]
+    fn the_watch_backoff_is_short_capped_and_resets_after_a_success() {
+        let mut backoff = WatchBackoff::default();
+        let delays: Vec<Duration> = backoff.by_ref().take(8).collect();
+        assert!(delays[0] >= Duration::from_millis(125) && delays[0] <= Duration::from_millis(250));
+        assert!(delays.iter().all(|d| *d <= WatchBackoff::MAX), "{delays:?}");
+        assert!(delays[7] >= WatchBackoff::MAX / 2, "{delays:?}");
+        backoff.reset();
+        assert!(
+            backoff
+                .next()
+                .is_some_and(|d| d <= Duration::from_millis(250))
+        );
     }
 
     #[test]

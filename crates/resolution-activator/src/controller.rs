@@ -22,7 +22,7 @@ use deppy_api::{ActiveResolution, ActiveResolutionStatus, Catalog, ResolvedEntit
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -211,9 +211,12 @@ pub async fn run(ctx: Arc<Context>, readiness: &Readiness, shutdown: Cancellatio
         Some(selector) => format!("{RESOLUTION_LABEL},{selector}"),
         None => RESOLUTION_LABEL.to_owned(),
     };
-    let controller = Controller::new(
+    // Every change, status included: deppy-resolver's `Resolved` is what this acts on.
+    let controller = kit::watch::on_every_change(
         Api::<ActiveResolution>::all(ctx.client.clone()),
         config.clone(),
+        readiness,
+        "watch:activeresolutions",
     );
     let resolutions = controller.store();
     let controller = controller
@@ -234,9 +237,12 @@ pub async fn run(ctx: Arc<Context>, readiness: &Readiness, shutdown: Cancellatio
             move |catalog: Catalog| users_of(&resolutions, &catalog.name_any())
         })
         .graceful_shutdown_on(shutdown.cancelled_owned());
-    readiness.track_store("watch:activeresolutions", resolutions);
     controller
         .run(reconcile, error_policy, ctx)
+        .inspect(kit::watch::report_controller_failures(
+            readiness,
+            "watch:activeresolutions",
+        ))
         .for_each(|result| async move {
             if let Err(err) = result {
                 tracing::debug!(error = %err, "activeresolution reconcile request failed");

@@ -157,7 +157,12 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let config = kit::watch::config(ctx.selector.as_deref());
-    let controller = kit::watch::on_spec_changes(Api::<Bundle>::all(ctx.client.clone()), config);
+    let controller = kit::watch::on_spec_changes(
+        Api::<Bundle>::all(ctx.client.clone()),
+        config,
+        readiness,
+        "watch:bundles",
+    );
     // A Bundle waiting for a missing Secret or ConfigMap retries as soon as it appears or
     // changes, not at its next backoff. Metadata only: content-store chunks share the
     // namespace and are large.
@@ -169,7 +174,7 @@ pub async fn run(
                 Api::<PartialObjectMeta<Secret>>::namespaced(ctx.client.clone(), &ctx.namespace),
                 watcher::Config::default(),
             )
-            .default_backoff()
+            .backoff(kit::watch::WatchBackoff::default())
             .touched_objects(),
             secrets,
         )
@@ -178,12 +183,11 @@ pub async fn run(
                 Api::<PartialObjectMeta<ConfigMap>>::namespaced(ctx.client.clone(), &ctx.namespace),
                 watcher::Config::default(),
             )
-            .default_backoff()
+            .backoff(kit::watch::WatchBackoff::default())
             .touched_objects(),
             config_maps,
         )
         .graceful_shutdown_on(shutdown.cancelled_owned());
-    readiness.track_store("watch:bundles", controller.store());
     controller
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -75,15 +75,25 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let config = kit::watch::config(ctx.selector.as_deref());
-    let controller = Controller::new(Api::<BundleDeployment>::all(ctx.client.clone()), config)
-        .owns(
-            Api::<Bundle>::all(ctx.client.clone()),
-            watcher::Config::default().labels(OWNER_NAME),
-        )
-        .graceful_shutdown_on(shutdown.cancelled_owned());
-    readiness.track_store("watch:bundledeployments", controller.store());
+    // Every change, status included: the provisioner's `activeBundle` decides which old
+    // Bundles may go.
+    let controller = kit::watch::on_every_change(
+        Api::<BundleDeployment>::all(ctx.client.clone()),
+        config,
+        readiness,
+        "watch:bundledeployments",
+    )
+    .owns(
+        Api::<Bundle>::all(ctx.client.clone()),
+        watcher::Config::default().labels(OWNER_NAME),
+    )
+    .graceful_shutdown_on(shutdown.cancelled_owned());
     controller
         .run(reconcile, error_policy, ctx)
+        .inspect(kit::watch::report_controller_failures(
+            readiness,
+            "watch:bundledeployments",
+        ))
         .for_each(|result| async move {
             if let Err(err) = result {
                 tracing::debug!(error = %err, "bundledeployment reconcile request failed");

@@ -234,14 +234,14 @@ pub async fn run<F: BundleFormat>(
     let deployments: Api<BundleDeployment> = Api::all(ctx.client.clone());
     let bundles: Api<Bundle> = Api::all(ctx.client.clone());
     let config = kit::watch::config(ctx.settings.selector.as_deref());
-    let controller = kit::watch::on_spec_changes(deployments, config)
-        .with_config(
-            kube::runtime::controller::Config::default().concurrency(ctx.settings.concurrency),
-        )
-        .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
-        .reconcile_on(ReceiverStream::new(requests))
-        .graceful_shutdown_on(shutdown.cancelled_owned());
-    readiness.track_store("watch:bundledeployments", controller.store());
+    let controller =
+        kit::watch::on_spec_changes(deployments, config, readiness, "watch:bundledeployments")
+            .with_config(
+                kube::runtime::controller::Config::default().concurrency(ctx.settings.concurrency),
+            )
+            .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
+            .reconcile_on(ReceiverStream::new(requests))
+            .graceful_shutdown_on(shutdown.cancelled_owned());
     controller
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

@@ -81,7 +81,7 @@ impl DriftWatches {
         let kind = resource.kind.clone();
         tokio::spawn(async move {
             let mut events = watcher(api, config)
-                .default_backoff()
+                .backoff(kit::watch::WatchBackoff::default())
                 .touched_objects()
                 .boxed();
             loop {

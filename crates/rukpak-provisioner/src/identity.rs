@@ -101,6 +101,7 @@ pub async fn publish(
         backoff: Backoff::new(Duration::from_secs(1), Duration::from_secs(120)),
     });
     Controller::new(Api::<ProvisionerClass>::all(client), watcher::Config::default())
+        .trigger_backoff(kit::watch::WatchBackoff::default())
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(
             publish_one,

@@ -281,6 +281,16 @@ impl Stack {
         out
     }
 
+    /// Where `component`'s admin server (`/metrics`, `/livez`, `/readyz`) listens:
+    /// `127.0.0.1:<port>`.
+    pub fn admin_address(&self, component: Component) -> Option<String> {
+        self.running
+            .lock()
+            .unwrap()
+            .get(&component)
+            .map(|running| running.admin.clone())
+    }
+
     /// What `component` logged so far (all its runs).
     pub fn logs(&self, component: Component) -> String {
         std::fs::read_to_string(self.log_path(component)).unwrap_or_default()

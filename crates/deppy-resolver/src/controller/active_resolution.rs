@@ -79,6 +79,7 @@ pub(super) async fn run(
         resolutions.predicate_filter(kit::watch::authored, Default::default()),
         store,
     )
+    .trigger_backoff(kit::watch::WatchBackoff::default())
     .reconcile_all_on(catalogs_changed)
     .graceful_shutdown_on(shutdown.cancelled_owned());
     controller

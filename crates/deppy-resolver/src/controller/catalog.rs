@@ -78,6 +78,7 @@ pub(super) async fn run(
         catalogs.predicate_filter(kit::watch::authored, Default::default()),
         store,
     )
+    .trigger_backoff(kit::watch::WatchBackoff::default())
     .graceful_shutdown_on(shutdown.cancelled_owned());
     let served = ctx.catalogs.clone();
     let changed = ctx.changed.clone();
@@ -99,7 +100,7 @@ pub(super) async fn run(
         Api::<Catalog>::all(ctx.client.clone()),
         kit::watch::config(ctx.settings.selector.as_deref()),
     )
-    .default_backoff()
+    .backoff(kit::watch::WatchBackoff::default())
     .for_each(|event| {
         if let Ok(watcher::Event::Delete(catalog)) = &event
             && served.remove(&catalog.name_any())

@@ -359,18 +359,23 @@ where
     let mut gate = Some(readiness.register(name));
     let (synced_tx, synced) = tokio::sync::watch::channel(false);
     let (reader, writer) = reflector::store();
-    let stream = reflector(writer, watcher(api, kit::watch::config(selector)))
-        .map(move |event| {
-            // After the reflector: the cache holds the initial list when this is seen.
-            if let Ok(watcher::Event::InitDone) = &event
-                && let Some(gate) = gate.take()
-            {
-                gate.open();
-                synced_tx.send_replace(true);
-            }
-            event
-        })
-        .applied_objects();
+    let stream = reflector(
+        writer,
+        watcher(api, kit::watch::config(selector))
+            .backoff(kit::watch::WatchBackoff::default())
+            .inspect(kit::watch::report_failures(readiness, name)),
+    )
+    .map(move |event| {
+        // After the reflector: the cache holds the initial list when this is seen.
+        if let Ok(watcher::Event::InitDone) = &event
+            && let Some(gate) = gate.take()
+        {
+            gate.open();
+            synced_tx.send_replace(true);
+        }
+        event
+    })
+    .applied_objects();
     (stream, reader, synced)
 }
 

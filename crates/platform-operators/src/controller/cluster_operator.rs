@@ -126,7 +126,7 @@ async fn watch_for_notices<K>(
     K: Send,
 {
     events
-        .default_backoff()
+        .backoff(kit::watch::WatchBackoff::default())
         .for_each(|event| {
             match event {
                 Ok(_) => {

@@ -309,7 +309,9 @@ where
     let (reader, writer) = reflector::store();
     let stream = reflector(
         writer,
-        watcher(api, kit::watch::config(selector)).default_backoff(),
+        watcher(api, kit::watch::config(selector))
+            .backoff(kit::watch::WatchBackoff::default())
+            .inspect(kit::watch::report_failures(readiness, name)),
     )
     .filter_map(move |event| {
         let change = match event {

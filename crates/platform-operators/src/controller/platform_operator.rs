@@ -106,6 +106,7 @@ pub(super) async fn run(
         operators.predicate_filter(kit::watch::authored, Default::default()),
         ctx.caches.operators.clone(),
     )
+        .trigger_backoff(kit::watch::WatchBackoff::default())
         .owns_stream(resolutions)
         .watches_stream(deployments, {
             let caches = ctx.caches.clone();
