@@ -74,16 +74,34 @@ impl Drop for ChildGuard {
 
 /// Runs `$2...` in the background; stops it when the test process (`$1`) is gone, or when
 /// the watchdog is told to stop (SIGTERM), and exits with it.
+///
+/// With `OLMV1_PROCESS_STATS` set, it appends one line to that file as the child stops:
+/// `<program> peak_rss_kib=<VmHWM> cpu_ticks=<utime+stime> exit=<code or "stopped">`,
+/// where "stopped" means the watchdog stopped it (anything else is a crash or an exit of
+/// its own). `hack/process-budgets` reads these lines.
 const WATCHDOG: &str = r#"
 parent=$1; shift
 "$@" &
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit' TERM INT
+record() {
+  [[ -n "${OLMV1_PROCESS_STATS:-}" ]] || return 0
+  local hwm ticks
+  hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$child/status" 2>/dev/null)
+  ticks=$(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null)
+  echo "$(basename "$1") peak_rss_kib=${hwm:-?} cpu_ticks=${ticks:-?} exit=$2" >> "$OLMV1_PROCESS_STATS"
+}
+stop() { record "$1" stopped; kill -TERM "$child" 2>/dev/null; wait "$child"; }
+trap 'stop "$1"; exit' TERM INT
 while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
   sleep 0.5 & wait $!
 done
-kill -TERM "$child" 2>/dev/null
-wait "$child"
+if kill -0 "$child" 2>/dev/null; then
+  stop "$1"
+else
+  wait "$child"; code=$?
+  [[ -n "${OLMV1_PROCESS_STATS:-}" ]] && echo "$(basename "$1") peak_rss_kib=? cpu_ticks=? exit=$code" >> "$OLMV1_PROCESS_STATS"
+  exit "$code"
+fi
 "#;
 
 /// Asks the watchdog to stop its controller (SIGTERM) and waits; kills it after 30 s.

@@ -168,7 +168,12 @@ impl Stack {
             deppy_namespace: format!("deppy-{id}"),
             platform_namespace: format!("platform-{id}"),
             release_version: "0.0.0-test".to_owned(),
-            log_dir: std::env::temp_dir().join(format!("olmv1-{id}")),
+            // `hack/test-integration` collects every stack's logs and process statistics
+            // from OLMV1_STACK_DIR to check the budgets (`hack/process-budgets`).
+            log_dir: std::env::var_os("OLMV1_STACK_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir)
+                .join(format!("olmv1-{id}")),
             bin_dir: bin_dir(),
             components: {
                 let mut sorted = components.to_vec();
@@ -334,6 +339,7 @@ impl Stack {
             .args(component.args(self, &admin))
             .env("RELEASE_VERSION", &self.release_version)
             .env("LOG_LEVEL", "info")
+            .env("OLMV1_PROCESS_STATS", self.log_dir.join("processes.stats"))
             // Flags are explicit; inherited settings must not change what runs.
             .env_remove("WATCH_SELECTOR")
             .env_remove("SYSTEM_NAMESPACE")
