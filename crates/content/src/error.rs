@@ -8,7 +8,7 @@
 use kit::retry::{Classify, ErrorClass};
 
 use crate::extract::ArchiveError;
-use crate::source::{ConfigMapError, GitError, HttpError, ImageError};
+use crate::source::{ConfigMapError, Denied, GitError, HttpError, ImageError};
 use crate::store::StoreError;
 use crate::upload::UploadError;
 
@@ -36,6 +36,9 @@ pub enum Error {
     /// An upload failed.
     #[error(transparent)]
     Upload(#[from] UploadError),
+    /// The source names a host in a denied network.
+    #[error(transparent)]
+    Denied(#[from] Denied),
 }
 
 impl Error {
@@ -49,6 +52,7 @@ impl Error {
             Error::ConfigMaps(err) => err.is_terminal(),
             Error::Store(err) => err.is_terminal(),
             Error::Upload(err) => err.is_terminal(),
+            Error::Denied(_) => true,
         }
     }
 }
@@ -71,6 +75,7 @@ impl Classify for Error {
             Error::ConfigMaps(err) => err.label(),
             Error::Store(err) => err.label(),
             Error::Upload(err) => err.label(),
+            Error::Denied(_) => "denied_network",
         }
     }
 }

@@ -43,6 +43,11 @@ pub(crate) struct RunArgs {
         value_delimiter = ','
     )]
     plain_http_registries: Vec<String>,
+
+    /// Networks (comma-separated CIDRs) catalog images may not be fetched from: checked
+    /// before connecting. `none` denies nothing.
+    #[arg(long, env = "DENIED_NETWORKS", default_value = content::source::DEFAULT_DENIED_NETWORKS)]
+    denied_networks: content::source::DeniedNetworks,
 }
 
 impl RunArgs {
@@ -62,6 +67,7 @@ impl RunArgs {
             default_poll_interval: self.poll_interval,
             unpack: content::UnpackOptions {
                 plain_http_registries: self.plain_http_registries.clone(),
+                denied_networks: self.denied_networks.clone(),
                 ..content::UnpackOptions::default()
             },
             selector: self.watch_selector.clone(),

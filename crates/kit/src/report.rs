@@ -3,7 +3,13 @@
 
 /// `err` followed by each source not already contained in the text so far, joined by
 /// `": "`.
+///
+/// The result is fit for conditions, Events and logs: see [`scrub`].
 pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    scrub(&chain(err))
+}
+
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut message = String::new();
     let mut next = Some(err);
     while let Some(cause) = next {
@@ -18,6 +24,62 @@ pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
         next = cause.source();
     }
     message
+}
+
+/// `text` without credentials in URLs (`scheme://user:password@host` becomes
+/// `scheme://***@host`) and without the ports of socket addresses outside URLs
+/// (`connect to 10.0.0.7:41234 failed` becomes `connect to 10.0.0.7 failed`): client
+/// errors quote ephemeral `ip:port` pairs, which would make every identical failure a new
+/// message, rewrite status and re-emit Events. Addresses inside a URL the user wrote are
+/// kept as written.
+pub fn scrub(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        // Userinfo of a URL.
+        if let Some(after) = rest.strip_prefix("://") {
+            out.push_str("://");
+            let authority_end = after
+                .find(['/', ' ', '"', '\'', ')'])
+                .unwrap_or(after.len());
+            let authority = &after[..authority_end];
+            match authority.rfind('@') {
+                Some(at) => {
+                    out.push_str("***@");
+                    out.push_str(&authority[at + 1..]);
+                }
+                None => out.push_str(authority),
+            }
+            rest = &after[authority_end..];
+            continue;
+        }
+        // A bare IPv4 socket address.
+        if let Some((address, len)) = socket_address(rest)
+            && !out.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '.')
+        {
+            out.push_str(address);
+            rest = &rest[len..];
+            continue;
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
+    }
+    out
+}
+
+/// `a.b.c.d:port` at the start of `text`: the address and the length of the whole.
+fn socket_address(text: &str) -> Option<(&str, usize)> {
+    let colon = text.find(':')?;
+    let address = &text[..colon];
+    address.parse::<std::net::Ipv4Addr>().ok()?;
+    let digits = text[colon + 1..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .count();
+    (digits > 0).then_some((address, colon + 1 + digits))
 }
 
 /// What one link of a chain says, or `None` when the next link says it better. kube's
@@ -72,6 +134,26 @@ mod tests {
             "failed to read ClusterRole x: clusterroles.rbac.authorization.k8s.io \"x\" is forbidden: User \"u\" cannot get resource \"clusterroles\": Forbidden"
         );
         assert!(!text.contains("Status {"), "{text}");
+    }
+
+    #[test]
+    fn credentials_and_ephemeral_ports_are_scrubbed_but_urls_kept() {
+        assert_eq!(
+            scrub("failed to fetch https://alice:s3cret@git.example/r.git: denied"),
+            "failed to fetch https://***@git.example/r.git: denied"
+        );
+        assert_eq!(
+            scrub("tcp connect error: 10.0.0.7:41234: Connection refused"),
+            "tcp connect error: 10.0.0.7: Connection refused"
+        );
+        assert_eq!(
+            scrub("failed to download http://127.0.0.1:39123/b.tgz: status 404"),
+            "failed to download http://127.0.0.1:39123/b.tgz: status 404"
+        );
+        assert_eq!(
+            scrub("at 12:30:45 version 1.2.3.4"),
+            "at 12:30:45 version 1.2.3.4"
+        );
     }
 
     #[derive(Debug, thiserror::Error)]

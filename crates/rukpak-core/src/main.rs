@@ -57,6 +57,10 @@ enum Command {
             value_delimiter = ','
         )]
         plain_http_registries: Vec<String>,
+        /// Networks (comma-separated CIDRs) no source may connect to: checked before
+        /// connecting, for redirects and for what names resolve to. `none` denies nothing.
+        #[arg(long, env = "DENIED_NETWORKS", default_value = content::source::DEFAULT_DENIED_NETWORKS)]
+        denied_networks: content::source::DeniedNetworks,
     },
     /// Upload a directory or a tar.gz as the content of a Bundle whose source is `upload`.
     Upload {
@@ -80,6 +84,7 @@ async fn main() -> ExitCode {
             ref leader,
             ref image_cache_dir,
             ref plain_http_registries,
+            ref denied_networks,
         } => {
             run(
                 &args,
@@ -88,6 +93,7 @@ async fn main() -> ExitCode {
                 content::source::UnpackOptions {
                     image_cache_dir: image_cache_dir.clone(),
                     plain_http_registries: plain_http_registries.clone(),
+                    denied_networks: denied_networks.clone(),
                     ..content::source::UnpackOptions::default()
                 },
             )

@@ -5,7 +5,10 @@ use futures::StreamExt;
 use crate::digest::{Digest, Hasher};
 use crate::extract::{ArchiveError, Extractor};
 use crate::limits::LimitError;
-use crate::source::{BasicAuth, ResolvedSource, TlsError, TlsOptions, UnpackOptions, Unpacked};
+use crate::source::{
+    BasicAuth, Denied, DeniedNetworks, ResolvedSource, TlsError, TlsOptions, UnpackOptions,
+    Unpacked,
+};
 
 /// A tarball to download.
 #[derive(Debug, Clone)]
@@ -123,7 +126,8 @@ impl HttpError {
                 status.is_client_error()
                     && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 425 | 429)
             }
-            HttpError::Request { .. } | HttpError::Timeout { .. } | HttpError::Task { .. } => false,
+            HttpError::Request { source, .. } => refused_by_policy(source),
+            HttpError::Timeout { .. } | HttpError::Task { .. } => false,
         }
     }
 
@@ -171,6 +175,10 @@ pub async fn unpack(source: &HttpSource, options: &UnpackOptions) -> Result<Unpa
     let client = reqwest::Client::builder()
         .use_preconfigured_tls(tls)
         .connect_timeout(std::time::Duration::from_secs(30))
+        .redirect(redirect_policy(&parsed, source, options))
+        .dns_resolver(std::sync::Arc::new(DenyingResolver(
+            options.denied_networks.clone(),
+        )))
         .build()
         .map_err(|err| HttpError::Request {
             url: url.clone(),
@@ -210,6 +218,85 @@ pub async fn unpack(source: &HttpSource, options: &UnpackOptions) -> Result<Unpa
             sha256: actual.hex(),
         },
     })
+}
+
+/// At most this many redirects are followed.
+const MAX_REDIRECTS: usize = 10;
+
+/// Follows redirects only while they stay safe: never into a denied network (checked here
+/// for address literals; names go through [`DenyingResolver`]), never more than
+/// [`MAX_REDIRECTS`], and with credentials only within the URL's own origin (scheme, host
+/// and port), so a server cannot bounce them to a host its owner controls.
+fn redirect_policy(
+    url: &reqwest::Url,
+    source: &HttpSource,
+    options: &UnpackOptions,
+) -> reqwest::redirect::Policy {
+    let origin = url.origin();
+    let with_credentials = source.auth.is_some();
+    let denied = options.denied_networks.clone();
+    reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() >= MAX_REDIRECTS {
+            return attempt.error(RedirectRefused(format!(
+                "stopped after {MAX_REDIRECTS} redirects"
+            )));
+        }
+        let next = attempt.url().clone();
+        if with_credentials && next.origin() != origin {
+            return attempt.error(RedirectRefused(format!(
+                "refused a redirect to {}: credentials are only sent to {}",
+                next.origin().ascii_serialization(),
+                origin.ascii_serialization()
+            )));
+        }
+        let host = next.host_str().unwrap_or_default().to_owned();
+        if let Ok(address) = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            && let Err(denied) = denied.check(&host, address)
+        {
+            return attempt.error(denied);
+        }
+        attempt.follow()
+    })
+}
+
+/// A redirect the policy would not follow.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct RedirectRefused(String);
+
+/// Resolves names with the system resolver and refuses a name with an address in a denied
+/// network, so neither the URL nor any redirect reaches one through DNS.
+struct DenyingResolver(DeniedNetworks);
+
+impl reqwest::dns::Resolve for DenyingResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let denied = self.0.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addresses: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            for address in &addresses {
+                denied.check(&host, address.ip())?;
+            }
+            let addresses: reqwest::dns::Addrs = Box::new(addresses.into_iter());
+            Ok(addresses)
+        })
+    }
+}
+
+/// Whether `err` was caused by the egress rules: retrying cannot help.
+fn refused_by_policy(err: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(err);
+    while let Some(current) = cause {
+        if current.is::<Denied>() || current.is::<RedirectRefused>() {
+            return true;
+        }
+        cause = current.source();
+    }
+    false
 }
 
 /// GETs the URL into memory (at most the uncompressed size limit, which a valid

@@ -18,12 +18,14 @@ use crate::limits::Limits;
 
 pub mod cache;
 pub mod configmap;
+pub mod egress;
 pub mod git;
 pub mod http;
 pub mod image;
 pub mod tls;
 
 pub use configmap::{ConfigMapError, ConfigMapSource};
+pub use egress::{DEFAULT_DENIED_NETWORKS, Denied, DeniedNetworks};
 pub use git::{GitAuth, GitError, GitRef, GitSource};
 pub use http::{HttpError, HttpSource};
 pub use image::{ImageError, ImageSource};
@@ -97,6 +99,8 @@ pub struct UnpackOptions {
     /// Registries (`host[:port]`) reached over plain HTTP when they do not speak TLS, as
     /// loopback registries always are (e.g. a kind cluster's local registry).
     pub plain_http_registries: Vec<String>,
+    /// Networks no source may connect to (see [`egress`]).
+    pub denied_networks: DeniedNetworks,
 }
 
 impl Default for UnpackOptions {
@@ -107,6 +111,7 @@ impl Default for UnpackOptions {
             work_dir: None,
             timeout: Duration::from_secs(300),
             plain_http_registries: Vec::new(),
+            denied_networks: DeniedNetworks::default(),
         }
     }
 }
@@ -154,8 +159,18 @@ impl Unpacker {
         &self.options
     }
 
-    /// Fetches and normalises `source`.
+    /// Fetches and normalises `source`. A source whose host is in a denied network is
+    /// refused before any connection.
     pub async fn unpack(&self, source: &Source) -> Result<Unpacked, Error> {
+        let host = match source {
+            Source::Image(image) => Some(egress::image_host(&image.reference)),
+            Source::Git(git) => egress::url_host(&git.repository),
+            Source::Http(http) => egress::url_host(&http.url),
+            Source::ConfigMaps(_) => None,
+        };
+        if let Some((host, port)) = host {
+            self.options.denied_networks.check_host(&host, port).await?;
+        }
         Ok(match source {
             Source::Image(image) => image::unpack(image, &self.options).await?,
             Source::Git(git) => git::unpack(git, &self.options).await?,

@@ -1,7 +1,13 @@
 //! Fixtures of the content tests: loopback servers with optional TLS, plus the shared
 //! servers and archives of `testkit::servers` (crane registry, git daemon, tars).
 // Not every test binary uses every fixture; fixtures fail loudly, which is their job.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    dead_code,
+    unused_imports,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
