@@ -23,6 +23,10 @@ use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The denied networks of this process's rukpak-core: the defaults plus one loopback
+/// address that tests can listen on.
+const DENIED: &str = "169.254.0.0/16,fe80::/10,fd00:ec2::254/128,127.0.0.99/32";
+
 fn system_namespace() -> &'static str {
     static NAME: OnceLock<String> = OnceLock::new();
     NAME.get_or_init(|| unique_name("rukpak-system"))
@@ -57,7 +61,12 @@ async fn setup() -> Client {
                 let bundles = Arc::new(bundle::Context::new(
                     client.clone(),
                     system_namespace(),
-                    content::source::UnpackOptions::default(),
+                    content::source::UnpackOptions {
+                        // One loopback address stands for the metadata endpoint a tenant
+                        // might point a source at (see the denied-network test).
+                        denied_networks: DENIED.parse().unwrap(),
+                        ..content::source::UnpackOptions::default()
+                    },
                     reconciles.clone(),
                     unpacks,
                     Some(test_selector()),
@@ -816,5 +825,51 @@ async fn a_missing_secret_is_watched_so_creating_it_retries_at_once() {
     assert!(
         waited < Duration::from_secs(5),
         "the Bundle waited {waited:?} for its backoff instead of reacting to the Secret"
+    );
+}
+
+#[tokio::test]
+async fn a_source_at_a_denied_address_is_refused_without_a_connection_and_not_retried() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let client = setup().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.99:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok(_connection) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let name = unique_name("metadata");
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    bundles
+        .create(
+            &PostParams::default(),
+            &bundle_object(
+                &name,
+                json!({ "type": "http", "http": { "url": format!("http://127.0.0.99:{port}/latest/meta-data") } }),
+            ),
+        )
+        .await
+        .unwrap();
+    let failed = wait_phase(&client, &name, BundlePhase::Failing).await;
+    let message = unpacked_message(&failed);
+    assert!(
+        message.contains(&format!(
+            "refused to connect to 127.0.0.99: 127.0.0.99 is in a denied network (127.0.0.99/32); an administrator can change the denied ranges with --denied-networks"
+        )),
+        "{message}"
+    );
+    // Terminal: waits for a change of the spec, so no retry rewrites status.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        bundles.get(&name).await.unwrap().resource_version(),
+        failed.resource_version()
+    );
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "the denied address was connected to"
     );
 }
