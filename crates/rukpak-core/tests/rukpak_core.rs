@@ -856,9 +856,9 @@ async fn a_source_at_a_denied_address_is_refused_without_a_connection_and_not_re
     let failed = wait_phase(&client, &name, BundlePhase::Failing).await;
     let message = unpacked_message(&failed);
     assert!(
-        message.contains(&format!(
+        message.contains(
             "refused to connect to 127.0.0.99: 127.0.0.99 is in a denied network (127.0.0.99/32); an administrator can change the denied ranges with --denied-networks"
-        )),
+        ),
         "{message}"
     );
     // Terminal: waits for a change of the spec, so no retry rewrites status.

@@ -38,6 +38,9 @@ pub fn parse_documents(file: &str, bytes: &[u8]) -> Result<Vec<DynamicObject>, M
         document: 1,
         message: format!("not UTF-8: {err}"),
     })?;
+    // A byte order mark (editors on Windows write one) is not part of the first key, as
+    // kubectl reads it. Found by the generated-input tests (tests/proptest_manifest.rs).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut objects = Vec::new();
     for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let number = index + 1;
@@ -93,6 +96,16 @@ pub fn parse_documents(file: &str, bytes: &[u8]) -> Result<Vec<DynamicObject>, M
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leading_byte_order_mark_is_not_part_of_the_first_key() {
+        let objects = parse_documents(
+            "bom.yaml",
+            "\u{feff}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n".as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(objects[0].metadata.name.as_deref(), Some("a"));
+    }
 
     #[test]
     fn multi_document_yaml_yields_each_object_and_skips_empty_documents() {
