@@ -1,0 +1,178 @@
+//! Fairness: one tenant's failing BundleDeployments do not slow the others down. With
+//! 20 BundleDeployments whose sources keep failing (an http server answering 404), a
+//! healthy BundleDeployment installs within a small multiple of its time on a quiet
+//! cluster. Before the hot-loop fix each failing source was fetched about 70 times a
+//! second and an unrelated install took 50 times as long.
+
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client};
+use rukpak_api::BundleDeployment;
+use serde_json::json;
+use testkit::stack::{Component, Stack};
+use testkit::{unique_name, wait_for};
+
+const FAILING: usize = 20;
+
+/// A loopback http server answering 404 to everything, counting requests.
+async fn failing_server() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = socket.read(&mut buffer).await;
+                let _ = socket
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+            });
+        }
+    });
+    (format!("http://{address}"), hits)
+}
+
+fn deployment(stack: &Stack, name: &str, source: serde_json::Value) -> BundleDeployment {
+    serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": { "name": name, "labels": stack.labels() },
+        "spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            // The Bundle carries the stack's labels too, so the stack's rukpak-core sees it.
+            "template": {
+                "metadata": { "labels": stack.labels() },
+                "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": source }
+            }
+        }
+    }))
+    .unwrap()
+}
+
+/// Installs a plain bundle of 4 ConfigMaps from an immutable ConfigMap source and returns
+/// how long until its BundleDeployment is Installed.
+async fn install_healthy(client: &Client, stack: &Stack) -> Duration {
+    let name = unique_name("healthy");
+    let namespace = unique_name("fair");
+    let mut manifests = serde_json::Map::new();
+    manifests.insert(
+        "00-namespace.yaml".into(),
+        json!(format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"
+        )),
+    );
+    for i in 0..3 {
+        manifests.insert(
+            format!("cm-{i}.yaml"),
+            json!(format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: {namespace}\ndata:\n  key: value\n"
+            )),
+        );
+    }
+    let source: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": name }, "immutable": true, "data": manifests
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), &stack.rukpak_namespace)
+        .create(&PostParams::default(), &source)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let bd = deployment(
+        stack,
+        &name,
+        json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": name }, "path": "manifests" }] }),
+    );
+    let api: Api<BundleDeployment> = Api::all(client.clone());
+    api.create(&PostParams::default(), &bd).await.unwrap();
+    wait_for(
+        &format!("{name} Installed"),
+        Duration::from_secs(180),
+        || async {
+            let bd = api.get(&name).await.map_err(|e| e.to_string())?;
+            let installed = bd.status.as_ref().and_then(|s| {
+                s.conditions
+                    .iter()
+                    .find(|c| c.type_ == "Installed" && c.status == "True")
+            });
+            installed
+                .map(|_| ())
+                .ok_or_else(|| format!("{:?}", bd.status))
+        },
+    )
+    .await;
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn failing_bundle_deployments_do_not_slow_down_a_healthy_install() {
+    let stack = Stack::shared(&[Component::RukpakCore, Component::PlainProvisioner]).await;
+    let client = testkit::client().await;
+    // Warm up (first discovery, first content write), then the quiet baseline.
+    install_healthy(&client, stack).await;
+    let quiet = install_healthy(&client, stack).await;
+
+    let (base, hits) = failing_server().await;
+    let api: Api<BundleDeployment> = Api::all(client.clone());
+    let mut failing = Vec::new();
+    for i in 0..FAILING {
+        let name = unique_name(&format!("failing-{i}"));
+        let bd = deployment(
+            stack,
+            &name,
+            json!({ "type": "http", "http": { "url": format!("{base}/missing-{i}.tgz") } }),
+        );
+        api.create(&PostParams::default(), &bd).await.unwrap();
+        failing.push(name);
+    }
+    wait_for(
+        "every failing source to be tried",
+        Duration::from_secs(60),
+        || async {
+            let tried = hits.load(Ordering::SeqCst);
+            if tried >= FAILING {
+                Ok(())
+            } else {
+                Err(format!("{tried} tried"))
+            }
+        },
+    )
+    .await;
+
+    let before = hits.load(Ordering::SeqCst);
+    let window = Instant::now();
+    let loaded = install_healthy(&client, stack).await;
+    tokio::time::sleep(Duration::from_secs(10).saturating_sub(window.elapsed())).await;
+    let fetches = hits.load(Ordering::SeqCst) - before;
+    let per_second = fetches as f64 / window.elapsed().as_secs_f64();
+    eprintln!(
+        "fairness: a healthy install took {quiet:?} on a quiet stack and {loaded:?} with {FAILING} failing \
+         BundleDeployments present ({:.1}x); the failing sources were fetched {per_second:.2} times a second",
+        loaded.as_secs_f64() / quiet.as_secs_f64()
+    );
+    // The failing ones wait out their backoff: 20 sources, each at most about once a
+    // second even at the start of its backoff.
+    assert!(
+        per_second <= FAILING as f64,
+        "{per_second:.1} fetches a second: a hot loop"
+    );
+    assert!(
+        loaded <= quiet * 5 + Duration::from_secs(2),
+        "a healthy install took {loaded:?} beside failing ones, {quiet:?} alone"
+    );
+    for name in failing {
+        let _ = api.delete(&name, &DeleteParams::default()).await;
+    }
+}
