@@ -58,6 +58,10 @@ unit: ## unit tests (no cluster needed)
 integration: tools ## integration tests against a throwaway local control plane
 	hack/test-integration
 
+.PHONY: soak
+soak: tools ## SOAK_MINUTES (default 10) of churn and failures on a throwaway control plane; asserts bounded retries, memory and no leaks
+	hack/soak
+
 .PHONY: tools
 tools: ## build the control-plane binaries (cached by version)
 	hack/build-tools
