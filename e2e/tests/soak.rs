@@ -149,7 +149,9 @@ async fn the_stack_stays_bounded_through_minutes_of_churn_and_failures() {
     let catalog = stack.examples().await.catalog.clone();
     let bds: Api<BundleDeployment> = Api::all(client.clone());
     let pos: Api<PlatformOperator> = Api::all(client.clone());
+    // Sources that fail for the whole soak (counted) and ones that come and go.
     let (base, hits) = failing_server().await;
+    let (flaky_base, _) = failing_server().await;
     let closed_port = testkit::servers::free_port();
 
     // Failures that stay for the whole soak: their retries are what is measured.
@@ -199,7 +201,7 @@ async fn the_stack_stays_bounded_through_minutes_of_churn_and_failures() {
             &deployment(
                 stack,
                 &broken,
-                json!({ "type": "http", "http": { "url": format!("{base}/flaky.tgz") } }),
+                json!({ "type": "http", "http": { "url": format!("{flaky_base}/flaky.tgz") } }),
             ),
         )
         .await
