@@ -122,3 +122,50 @@ async fn local() -> Env {
         stack: Some(stack),
     }
 }
+
+/// A loopback http server that answers 404 to every request, and the number of requests it
+/// has had: a source that keeps failing, for tests of retries and fairness.
+pub async fn failing_http_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = socket.read(&mut buffer).await;
+                let _ = socket
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+            });
+        }
+    });
+    (format!("http://{address}"), hits)
+}
+
+/// A plain BundleDeployment of `source` carrying the stack's labels (on its Bundle too, so
+/// the stack's rukpak-core sees that).
+pub fn plain_deployment(
+    stack: &Stack,
+    name: &str,
+    source: serde_json::Value,
+) -> rukpak_api::BundleDeployment {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": { "name": name, "labels": stack.labels() },
+        "spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            "template": {
+                "metadata": { "labels": stack.labels() },
+                "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": source }
+            }
+        }
+    }))
+    .unwrap()
+}

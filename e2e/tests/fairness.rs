@@ -7,8 +7,7 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -20,46 +19,6 @@ use testkit::stack::{Component, Stack};
 use testkit::{unique_name, wait_for};
 
 const FAILING: usize = 20;
-
-/// A loopback http server answering 404 to everything, counting requests.
-async fn failing_server() -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut buffer = [0u8; 4096];
-                let _ = socket.read(&mut buffer).await;
-                let _ = socket
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    )
-                    .await;
-            });
-        }
-    });
-    (format!("http://{address}"), hits)
-}
-
-fn deployment(stack: &Stack, name: &str, source: serde_json::Value) -> BundleDeployment {
-    serde_json::from_value(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-        "metadata": { "name": name, "labels": stack.labels() },
-        "spec": {
-            "provisionerClassName": "core-rukpak-io-plain",
-            // The Bundle carries the stack's labels too, so the stack's rukpak-core sees it.
-            "template": {
-                "metadata": { "labels": stack.labels() },
-                "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": source }
-            }
-        }
-    }))
-    .unwrap()
-}
 
 /// Installs a plain bundle of 4 ConfigMaps from an immutable ConfigMap source and returns
 /// how long until its BundleDeployment is Installed.
@@ -90,7 +49,7 @@ async fn install_healthy(client: &Client, stack: &Stack) -> Duration {
         .await
         .unwrap();
     let started = Instant::now();
-    let bd = deployment(
+    let bd = e2e::plain_deployment(
         stack,
         &name,
         json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": name }, "path": "manifests" }] }),
@@ -124,12 +83,12 @@ async fn failing_bundle_deployments_do_not_slow_down_a_healthy_install() {
     install_healthy(&client, stack).await;
     let quiet = install_healthy(&client, stack).await;
 
-    let (base, hits) = failing_server().await;
+    let (base, hits) = e2e::failing_http_server().await;
     let api: Api<BundleDeployment> = Api::all(client.clone());
     let mut failing = Vec::new();
     for i in 0..FAILING {
         let name = unique_name(&format!("failing-{i}"));
-        let bd = deployment(
+        let bd = e2e::plain_deployment(
             stack,
             &name,
             json!({ "type": "http", "http": { "url": format!("{base}/missing-{i}.tgz") } }),

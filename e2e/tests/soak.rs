@@ -11,8 +11,7 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -25,45 +24,6 @@ use testkit::stack::{Component, Stack};
 use testkit::{unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
-
-/// A loopback http server answering 404, counting requests.
-async fn failing_server() -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut buffer = [0u8; 4096];
-                let _ = socket.read(&mut buffer).await;
-                let _ = socket
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    )
-                    .await;
-            });
-        }
-    });
-    (format!("http://{address}"), hits)
-}
-
-fn deployment(stack: &Stack, name: &str, source: serde_json::Value) -> BundleDeployment {
-    serde_json::from_value(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-        "metadata": { "name": name, "labels": stack.labels() },
-        "spec": {
-            "provisionerClassName": "core-rukpak-io-plain",
-            "template": {
-                "metadata": { "labels": stack.labels() },
-                "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": source }
-            }
-        }
-    }))
-    .unwrap()
-}
 
 /// An immutable ConfigMap holding a plain bundle of one ConfigMap with `value`.
 async fn bundle_config_map(client: &Client, stack: &Stack, name: &str, value: &str) {
@@ -150,8 +110,8 @@ async fn the_stack_stays_bounded_through_minutes_of_churn_and_failures() {
     let bds: Api<BundleDeployment> = Api::all(client.clone());
     let pos: Api<PlatformOperator> = Api::all(client.clone());
     // Sources that fail for the whole soak (counted) and ones that come and go.
-    let (base, hits) = failing_server().await;
-    let (flaky_base, _) = failing_server().await;
+    let (base, hits) = e2e::failing_http_server().await;
+    let (flaky_base, _) = e2e::failing_http_server().await;
     let closed_port = testkit::servers::free_port();
 
     // Failures that stay for the whole soak: their retries are what is measured.
@@ -166,7 +126,7 @@ async fn the_stack_stays_bounded_through_minutes_of_churn_and_failures() {
     .enumerate()
     {
         let name = unique_name(&format!("broken-{i}"));
-        bds.create(&PostParams::default(), &deployment(stack, &name, source)).await.unwrap();
+        bds.create(&PostParams::default(), &e2e::plain_deployment(stack, &name, source)).await.unwrap();
         failing.push(name);
     }
     let http_failing = 2;
@@ -184,7 +144,7 @@ async fn the_stack_stays_bounded_through_minutes_of_churn_and_failures() {
         bundle_config_map(&client, stack, &name, "v2").await;
         bds.create(
             &PostParams::default(),
-            &deployment(stack, &name, config_maps_source(&name, "v1")),
+            &e2e::plain_deployment(stack, &name, config_maps_source(&name, "v1")),
         )
         .await
         .unwrap();
@@ -198,7 +158,7 @@ async fn the_stack_stays_bounded_through_minutes_of_churn_and_failures() {
         let broken = unique_name("flaky");
         bds.create(
             &PostParams::default(),
-            &deployment(
+            &e2e::plain_deployment(
                 stack,
                 &broken,
                 json!({ "type": "http", "http": { "url": format!("{flaky_base}/flaky.tgz") } }),

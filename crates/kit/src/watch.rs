@@ -106,15 +106,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
-    let (reader, writer): (Store<K>, _) = reflector::store();
-    let trigger = watcher(api, config)
-        .backoff(WatchBackoff::default())
-        .inspect(report_failures(readiness, name))
-        .reflect(writer)
-        .applied_objects()
-        .predicate_filter(authored, Default::default());
-    readiness.track_store(name, reader.clone());
-    Controller::for_stream(trigger, reader).trigger_backoff(WatchBackoff::default())
+    controller(api, config, readiness, name, true)
 }
 
 /// A controller for `K` that runs on every change of it, status included (for kinds
@@ -131,14 +123,36 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
+    controller(api, config, readiness, name, false)
+}
+
+fn controller<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    readiness: &Readiness,
+    name: &str,
+    authored_only: bool,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
     let (reader, writer): (Store<K>, _) = reflector::store();
-    let trigger = watcher(api, config)
+    let changes = watcher(api, config)
         .backoff(WatchBackoff::default())
         .inspect(report_failures(readiness, name))
         .reflect(writer)
         .applied_objects();
     readiness.track_store(name, reader.clone());
-    Controller::for_stream(trigger, reader).trigger_backoff(WatchBackoff::default())
+    let controller = if authored_only {
+        Controller::for_stream(
+            changes.predicate_filter(authored, Default::default()),
+            reader,
+        )
+    } else {
+        Controller::for_stream(changes, reader)
+    };
+    controller.trigger_backoff(WatchBackoff::default())
 }
 
 /// For `.inspect(...)` on a watch stream: tells `readiness` each time the watch `name`

@@ -674,6 +674,21 @@ async fn killing_rukpak_core_mid_unpack_and_restarting_it_converges_without_dupl
     );
 }
 
+/// Creates a Bundle of an http source at `url` that cannot be unpacked, and returns its
+/// name and the Bundle once it is Failing.
+async fn failing_http_bundle(client: &Client, prefix: &str, url: &str) -> (String, Bundle) {
+    let name = unique_name(prefix);
+    Api::<Bundle>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &bundle_object(&name, json!({ "type": "http", "http": { "url": url } })),
+        )
+        .await
+        .unwrap();
+    let failed = wait_phase(client, &name, BundlePhase::Failing).await;
+    (name, failed)
+}
+
 /// Serves `archive` at `/bundle.tgz` and 404 everywhere else, counting every request.
 async fn serve_counting(archive: Vec<u8>) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -724,20 +739,10 @@ async fn a_failing_source_is_retried_on_the_backoff_schedule_not_in_a_hot_loop()
     use std::sync::atomic::Ordering;
     let client = setup().await;
     let (base, hits) = serve_counting(Vec::new()).await;
-    let name = unique_name("hotloop");
     let bundles: Api<Bundle> = Api::all(client.clone());
-    bundles
-        .create(
-            &PostParams::default(),
-            &bundle_object(
-                &name,
-                json!({ "type": "http", "http": { "url": format!("{base}/missing.tgz") } }),
-            ),
-        )
-        .await
-        .unwrap();
-    wait_phase(&client, &name, BundlePhase::Failing).await;
-    let resource_version = bundles.get(&name).await.unwrap().resource_version();
+    let (name, failed) =
+        failing_http_bundle(&client, "hotloop", &format!("{base}/missing.tgz")).await;
+    let resource_version = failed.resource_version();
 
     // Backoff from 1 s doubling (each delay a random time in [d/2, d]): at most 6 attempts
     // start within 20 s. Before the fix a 404 on loopback was fetched ~78 times a second.
@@ -841,19 +846,13 @@ async fn a_source_at_a_denied_address_is_refused_without_a_connection_and_not_re
             counter.fetch_add(1, Ordering::SeqCst);
         }
     });
-    let name = unique_name("metadata");
     let bundles: Api<Bundle> = Api::all(client.clone());
-    bundles
-        .create(
-            &PostParams::default(),
-            &bundle_object(
-                &name,
-                json!({ "type": "http", "http": { "url": format!("http://127.0.0.99:{port}/latest/meta-data") } }),
-            ),
-        )
-        .await
-        .unwrap();
-    let failed = wait_phase(&client, &name, BundlePhase::Failing).await;
+    let (name, failed) = failing_http_bundle(
+        &client,
+        "metadata",
+        &format!("http://127.0.0.99:{port}/latest/meta-data"),
+    )
+    .await;
     let message = unpacked_message(&failed);
     assert!(
         message.contains(
