@@ -237,7 +237,7 @@ async fn the_stack_stays_bounded_through_minutes_of_churn_and_failures() {
     let per_failing_per_minute =
         fetches as f64 / http_failing as f64 / (elapsed.as_secs_f64() / 60.0);
     eprintln!(
-        "soak: {rounds} rounds in {elapsed:?}; the {http_failing} always-failing http sources (plus one flaky source per round) were fetched {fetches} times: {per_failing_per_minute:.1} per failing source per minute"
+        "soak: {rounds} rounds in {elapsed:?}; the {http_failing} always-failing http sources were fetched {fetches} times: {per_failing_per_minute:.1} per failing source per minute"
     );
     eprintln!("soak: RSS KiB at start {memory_start:?}");
     eprintln!("soak: RSS KiB at end   {memory_end:?}");
