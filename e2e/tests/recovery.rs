@@ -176,8 +176,11 @@ async fn after_the_api_server_restarts_every_controller_resumes_within_seconds()
         seen_unready, everyone,
         "/readyz stayed 200 while the watches failed"
     );
+    // Before kit::watch::WatchBackoff this took about 3 minutes; now 10-30 s in the runs
+    // measured, part of it per-object reconcile backoff built up during the outage. The
+    // bound catches a return of the old behaviour without being a timing benchmark.
     assert!(
-        after <= quiet + Duration::from_secs(20),
+        after <= quiet + Duration::from_secs(60),
         "after the API server came back a pivot took {after:?} (quiet: {quiet:?})"
     );
     // Leave nothing behind for the next test process (its controllers would not own it).
