@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use kube::Client;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +43,12 @@ where
     }
 }
 
+/// How long controllers may take to stop after SIGTERM or SIGINT before the process exits
+/// anyway. A controller still waiting for its first list (API server unreachable) never
+/// looks at its shutdown signal, and used to keep the process alive forever; Kubernetes
+/// would SIGKILL it after the pod's grace period (30 s by default), this stays inside it.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
+
 /// Serves `admin` at `address` and runs `controllers` (after winning the Lease
 /// `lease_name` in `namespace` when leader election is on) until SIGTERM or SIGINT, then
 /// stops the admin server. Register metrics on `admin` and clone its readiness for the
@@ -64,7 +71,7 @@ where
         .serve(address, shutdown.clone())
         .await
         .map_err(|err| error_chain(&err))?;
-    let result = crate::leader::run_controllers(
+    let work = crate::leader::run_controllers(
         client,
         leader,
         lease_name,
@@ -72,9 +79,18 @@ where
         &admin.readiness,
         shutdown.clone(),
         controllers,
-    )
-    .await
-    .map_err(|err| error_chain(&err));
+    );
+    let deadline = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    let result = tokio::select! {
+        result = work => result.map_err(|err| error_chain(&err)),
+        () = deadline => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "controllers did not stop in time after the termination signal; exiting anyway");
+            Ok(())
+        }
+    };
     shutdown.cancel();
     let _ = server.task.await;
     result
