@@ -11,7 +11,7 @@ use kube::discovery::ApiResource;
 use kube::{Api, Client};
 use serde_json::json;
 use testkit::users::{grant, impersonating};
-use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
+use testkit::{client, install_crds, unique_name, wait_for};
 
 async fn catalog_author(admin: &Client) -> (String, Api<DynamicObject>) {
     let user = unique_name("dave");
@@ -39,7 +39,7 @@ fn catalog(source: serde_json::Value) -> DynamicObject {
 async fn a_catalog_may_name_only_secrets_and_configmaps_its_author_may_read() {
     let admin = client().await;
     install_crds(&admin).await;
-    apply_dir(&admin, "deploy/admission").await;
+    testkit::install_admission(&admin).await;
     let (user, catalogs) = catalog_author(&admin).await;
     let cases = [
         (

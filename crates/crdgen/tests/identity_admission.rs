@@ -1,16 +1,18 @@
 //! The identity rule of `deploy/admission/identity-policy.yaml`: creating a
 //! BundleDeployment needs the `impersonate` verb on the identity it applies as. Each case
-//! uses a ProvisionerClass of its own whose `status.defaultIdentity` the test writes the
-//! way a provisioner would, so every branch of the policy is exercised without one.
+//! uses a ProvisionerClass of its own whose default identity the test publishes the way a
+//! provisioner would (its key in the ConfigMap `rukpak-system/bundle-identities`, the
+//! policy's parameter), so every branch of the policy is exercised without one.
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use rukpak_api::{BundleDeployment, ProvisionerClass};
+use rukpak_api::{BUNDLE_IDENTITIES_CONFIG_MAP, BundleDeployment, ProvisionerClass};
 use serde_json::json;
 use testkit::users::{grant, impersonating};
 use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
@@ -30,8 +32,9 @@ async fn user_with(admin: &Client, extra: &[serde_json::Value]) -> (String, Clie
     (user, client)
 }
 
-/// A class of its own, with `identity` (if any) published as its default identity.
-async fn class(admin: &Client, identity: Option<serde_json::Value>) -> String {
+/// A class of its own, with the user name `identity` (if any) published as its default
+/// identity.
+async fn class(admin: &Client, identity: Option<&str>) -> String {
     let name = unique_name("tenant-class");
     let class: ProvisionerClass = serde_json::from_value(json!({
         "apiVersion": "core.rukpak.io/v1alpha1", "kind": "ProvisionerClass",
@@ -44,11 +47,11 @@ async fn class(admin: &Client, identity: Option<serde_json::Value>) -> String {
         .await
         .unwrap();
     if let Some(identity) = identity {
-        classes
-            .patch_status(
-                &name,
+        Api::<ConfigMap>::namespaced(admin.clone(), testkit::ADMISSION_NAMESPACE)
+            .patch(
+                BUNDLE_IDENTITIES_CONFIG_MAP,
                 &PatchParams::default(),
-                &Patch::Merge(json!({ "status": { "defaultIdentity": identity } })),
+                &Patch::Merge(json!({ "data": { &name: identity } })),
             )
             .await
             .unwrap();
@@ -101,7 +104,7 @@ async fn setup() -> Client {
     let admin = client().await;
     install_crds(&admin).await;
     apply_dir(&admin, "deploy/provisioner-classes").await;
-    apply_dir(&admin, "deploy/admission").await;
+    testkit::install_admission(&admin).await;
     admin
 }
 
@@ -131,10 +134,7 @@ async fn a_published_service_account_must_be_impersonable() {
     let admin = setup().await;
     let class = class(
         &admin,
-        Some(json!({
-            "username": "system:serviceaccount:rukpak-system:plain-provisioner",
-            "serviceAccount": { "namespace": "rukpak-system", "name": "plain-provisioner" }
-        })),
+        Some("system:serviceaccount:rukpak-system:plain-provisioner"),
     )
     .await;
     let (user, carol) = user_with(&admin, &[]).await;
@@ -164,7 +164,7 @@ async fn a_published_service_account_must_be_impersonable() {
 #[tokio::test]
 async fn a_published_user_must_be_impersonable() {
     let admin = setup().await;
-    let class = class(&admin, Some(json!({ "username": "provisioner-admin" }))).await;
+    let class = class(&admin, Some("provisioner-admin")).await;
     let (user, carol) = user_with(&admin, &[]).await;
     let message = denial(
         &carol,
@@ -240,4 +240,45 @@ async fn a_named_account_must_be_impersonable_whatever_the_class_publishes() {
         created.spec.service_account.map(|a| a.name).as_deref(),
         Some("deployment-controller")
     );
+}
+
+#[tokio::test]
+async fn a_user_name_that_only_looks_like_an_account_is_checked_as_a_user() {
+    let admin = setup().await;
+    // Five parts: not a ServiceAccount's user name, so impersonating the account
+    // "ns/name" must not be enough.
+    let odd = "system:serviceaccount:team-a:deployer:extra";
+    let class = class(&admin, Some(odd)).await;
+    let (_, carol) = user_with(
+        &admin,
+        &[json!({ "apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"] })],
+    )
+    .await;
+    let message = denial(
+        &carol,
+        &deployment(&unique_name("bd"), &class, None),
+        "may not impersonate user",
+    )
+    .await;
+    assert!(message.contains(&format!("users/{odd}")), "{message}");
+}
+
+#[tokio::test]
+async fn another_class_publishing_does_not_speak_for_an_unpublished_one() {
+    let admin = setup().await;
+    // A class whose identity carol may impersonate is published beside one that is not.
+    let _published = class(&admin, Some("system:serviceaccount:kube-system:carols")).await;
+    let unpublished = class(&admin, None).await;
+    let (_, carol) = user_with(
+        &admin,
+        &[json!({ "apiGroups": [""], "resources": ["serviceaccounts"],
+                  "resourceNames": ["carols"], "verbs": ["impersonate"] })],
+    )
+    .await;
+    denial(
+        &carol,
+        &deployment(&unique_name("bd"), &unpublished, None),
+        "has not published",
+    )
+    .await;
 }

@@ -45,7 +45,7 @@ async fn a_user_needs_use_on_every_class_a_bundle_deployment_names() {
     let admin = client().await;
     install_crds(&admin).await;
     apply_dir(&admin, "deploy/provisioner-classes").await;
-    apply_dir(&admin, "deploy/admission").await;
+    testkit::install_admission(&admin).await;
 
     let user = unique_name("alice");
     grant(
@@ -171,7 +171,7 @@ async fn changing_the_spec_is_checked_but_metadata_only_updates_are_not() {
     let admin = client().await;
     install_crds(&admin).await;
     apply_dir(&admin, "deploy/provisioner-classes").await;
-    apply_dir(&admin, "deploy/admission").await;
+    testkit::install_admission(&admin).await;
 
     // The admin creates a BundleDeployment; a user who may edit BundleDeployments but use no
     // class then edits it.

@@ -128,7 +128,7 @@ async fn setup() -> Client {
             let w = world();
             install_crds(&admin).await;
             apply_dir(&admin, "deploy/provisioner-classes").await;
-            apply_dir(&admin, "deploy/admission").await;
+            testkit::install_admission(&admin).await;
             for ns in [&w.system_namespace, &w.team, &w.installer.namespace] {
                 create::<Namespace>(&admin, json!({ "metadata": { "name": ns } })).await;
             }

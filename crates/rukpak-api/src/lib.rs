@@ -32,6 +32,11 @@ pub const GROUP: &str = "core.rukpak.io";
 /// The API version.
 pub const VERSION: &str = "v1alpha1";
 
+/// The ConfigMap (in RukPak's namespace) where provisioners publish the identity each
+/// class's BundleDeployments apply as without `spec.serviceAccount`: one key per
+/// ProvisionerClass name, the user name as its value. It is the parameter of the admission
+/// policy `bundle-identity.core.rukpak.io`.
+pub const BUNDLE_IDENTITIES_CONFIG_MAP: &str = "bundle-identities";
 /// Provisioner class of plain+v0 bundles (a directory of manifests).
 pub const PLAIN_PROVISIONER_CLASS: &str = "core-rukpak-io-plain";
 /// Provisioner class of registry+v1 bundles (OLM operator bundles).

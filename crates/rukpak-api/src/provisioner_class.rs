@@ -49,9 +49,10 @@ pub struct ProvisionerClassStatus {
 
     /// The identity a BundleDeployment of this class applies as when it names no
     /// `spec.serviceAccount`: the provisioner's `--default-service-account`, else the
-    /// provisioner's own identity. Written by the provisioner serving the class; the
-    /// admission policy `bundle-identity.core.rukpak.io` requires whoever creates such a
-    /// BundleDeployment to be allowed to impersonate it.
+    /// provisioner's own identity. Written by the provisioner serving the class, for people
+    /// to read; the admission policy `bundle-identity.core.rukpak.io`, which requires
+    /// whoever creates such a BundleDeployment to be allowed to impersonate it, reads the
+    /// same identity from the ConfigMap `bundle-identities` in RukPak's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_identity: Option<ApplyIdentity>,
 }

@@ -44,7 +44,7 @@ async fn setup() -> Client {
     if STARTED.get().is_none() {
         install_crds(&client).await;
         apply_dir(&client, "deploy/provisioner-classes").await;
-        apply_dir(&client, "deploy/admission").await;
+        testkit::install_admission(&client).await;
         let ns: Namespace =
             serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
         let _ = Api::<Namespace>::all(client.clone())

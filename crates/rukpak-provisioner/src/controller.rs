@@ -92,6 +92,9 @@ pub struct Settings {
     /// The ServiceAccount a BundleDeployment without `spec.serviceAccount` applies as;
     /// `None`: the provisioner's own identity. See [`crate::identity`].
     pub default_service_account: Option<rukpak_api::ServiceAccountRef>,
+    /// Namespace of the ConfigMap the default identity is published in for the admission
+    /// policy (the namespace its binding names; see [`crate::identity`]).
+    pub identity_namespace: String,
     /// At most this many BundleDeployments are reconciled at once (0: no limit), so many
     /// slow or failing ones cannot take every worker from the rest.
     pub concurrency: u16,
@@ -229,6 +232,7 @@ pub async fn run<F: BundleFormat>(
         ctx.client.clone(),
         ctx.format.provisioner_id().to_owned(),
         ctx.settings.default_service_account.clone(),
+        ctx.settings.identity_namespace.clone(),
         shutdown.clone(),
     ));
     let deployments: Api<BundleDeployment> = Api::all(ctx.client.clone());

@@ -5,21 +5,27 @@
 //! that, as the provisioner itself. The admission policy `bundle-identity.core.rukpak.io`
 //! lets only those allowed to impersonate that identity create or change the
 //! BundleDeployment, so a BundleDeployment never does more than the person who wrote it
-//! could do. The policy cannot read a provisioner's flags, so the provisioner writes its
-//! default identity into `status.defaultIdentity` of every ProvisionerClass it serves
-//! ([`publish`]); until it has, only those allowed to impersonate every ServiceAccount
-//! (cluster administrators) may create BundleDeployments without `spec.serviceAccount`.
+//! could do. The policy cannot read a provisioner's flags, so the provisioner publishes its
+//! default identity for every ProvisionerClass it serves ([`publish`]): in the ConfigMap
+//! [`rukpak_api::BUNDLE_IDENTITIES_CONFIG_MAP`], which the policy reads, and in the class's
+//! `status.defaultIdentity`, for people. Until it has, only those allowed to impersonate
+//! every ServiceAccount (cluster administrators) may create BundleDeployments without
+//! `spec.serviceAccount`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
-use rukpak_api::{ApplyIdentity, BundleDeployment, ProvisionerClass, ServiceAccountRef};
+use rukpak_api::{
+    ApplyIdentity, BUNDLE_IDENTITIES_CONFIG_MAP, BundleDeployment, ProvisionerClass,
+    ServiceAccountRef,
+};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -70,6 +76,8 @@ pub async fn whoami(client: &Client) -> Result<String, kube::Error> {
 /// What [`publish`] needs.
 struct Publisher {
     client: Client,
+    /// The ConfigMap the admission policy reads, in its namespace.
+    identities: Api<ConfigMap>,
     provisioner_id: String,
     default: Option<ServiceAccountRef>,
     own_username: OnceCell<String>,
@@ -83,18 +91,33 @@ enum PublishError {
     WhoAmI(#[source] kube::Error),
     #[error("failed to write the default identity of ProvisionerClass {0}")]
     Write(String, #[source] kube::Error),
+    #[error("failed to publish the default identity of ProvisionerClass {0} in ConfigMap {1}")]
+    WriteConfigMap(String, String, #[source] kube::Error),
 }
 
-/// Keeps `status.defaultIdentity` of every ProvisionerClass whose `spec.provisioner` is
-/// `provisioner_id` equal to this provisioner's default identity, until `shutdown`.
+/// Keeps the published default identity of every ProvisionerClass whose
+/// `spec.provisioner` is `provisioner_id` equal to this provisioner's, until `shutdown`:
+/// its key in the ConfigMap [`BUNDLE_IDENTITIES_CONFIG_MAP`] of `namespace` (restored
+/// when someone changes it) and its `status.defaultIdentity`.
 pub async fn publish(
     client: Client,
     provisioner_id: String,
     default: Option<ServiceAccountRef>,
+    namespace: String,
     shutdown: CancellationToken,
 ) {
+    let identities = Api::<ConfigMap>::namespaced(client.clone(), &namespace);
+    // A change to the ConfigMap re-checks every class.
+    let changed = watcher(
+        identities.clone(),
+        watcher::Config::default().fields(&format!("metadata.name={BUNDLE_IDENTITIES_CONFIG_MAP}")),
+    )
+    .backoff(kit::watch::WatchBackoff::default())
+    .touched_objects()
+    .filter_map(|event| async move { event.ok().map(|_| ()) });
     let ctx = Arc::new(Publisher {
         client: client.clone(),
+        identities,
         provisioner_id,
         default,
         own_username: OnceCell::new(),
@@ -102,6 +125,7 @@ pub async fn publish(
     });
     Controller::new(Api::<ProvisionerClass>::all(client), watcher::Config::default())
         .trigger_backoff(kit::watch::WatchBackoff::default())
+        .reconcile_all_on(changed)
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(
             publish_one,
@@ -128,21 +152,83 @@ async fn publish_one(
         .await
         .map_err(PublishError::WhoAmI)?;
     let wanted = default_identity(own, ctx.default.as_ref());
+    let name = class.name_any();
+    // The ConfigMap first: once the status shows the identity, the policy has it too.
+    publish_in_config_map(&ctx, &name, &wanted.username).await?;
     let published = class
         .status
         .as_ref()
         .and_then(|s| s.default_identity.as_ref());
     if published != Some(&wanted) {
-        let name = class.name_any();
         let patch = serde_json::json!({ "status": { "defaultIdentity": wanted } });
         Api::<ProvisionerClass>::all(ctx.client.clone())
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|source| PublishError::Write(name.clone(), source))?;
-        tracing::info!(class = %name, identity = %wanted.username, "published the default identity of BundleDeployments of this class");
     }
     ctx.backoff.reset(&class.name_any());
     Ok(Action::await_change())
+}
+
+/// Makes key `class` of the identities ConfigMap `username`, creating the ConfigMap when
+/// it is missing. Only that key is written: other provisioners own the other keys.
+async fn publish_in_config_map(
+    ctx: &Publisher,
+    class: &str,
+    username: &str,
+) -> Result<(), PublishError> {
+    let failed = |source| {
+        PublishError::WriteConfigMap(
+            class.to_owned(),
+            BUNDLE_IDENTITIES_CONFIG_MAP.to_owned(),
+            source,
+        )
+    };
+    let current = ctx
+        .identities
+        .get_opt(BUNDLE_IDENTITIES_CONFIG_MAP)
+        .await
+        .map_err(failed)?;
+    let data = serde_json::json!({ class: username });
+    match current {
+        Some(map)
+            if map
+                .data
+                .as_ref()
+                .and_then(|d| d.get(class))
+                .map(String::as_str)
+                == Some(username) =>
+        {
+            return Ok(());
+        }
+        Some(_) => {
+            ctx.identities
+                .patch(
+                    BUNDLE_IDENTITIES_CONFIG_MAP,
+                    &PatchParams::default(),
+                    &Patch::Merge(&serde_json::json!({ "data": data })),
+                )
+                .await
+                .map_err(failed)?;
+        }
+        None => {
+            let map: ConfigMap = serde_json::from_value(serde_json::json!({
+                "metadata": { "name": BUNDLE_IDENTITIES_CONFIG_MAP },
+                "data": data,
+            }))
+            .map_err(|err| failed(kube::Error::SerdeError(err)))?;
+            ctx.identities
+                .create(&PostParams::default(), &map)
+                .await
+                .map_err(failed)?;
+        }
+    }
+    tracing::info!(
+        class,
+        identity = username,
+        "published the default identity of BundleDeployments of this class"
+    );
+    Ok(())
 }
 
 #[cfg(test)]

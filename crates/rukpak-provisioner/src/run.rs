@@ -40,6 +40,12 @@ pub struct RunArgs {
     #[arg(long, env = "DEFAULT_SERVICE_ACCOUNT")]
     pub default_service_account: Option<rukpak_api::ServiceAccountRef>,
 
+    /// Namespace of the ConfigMap `bundle-identities`, where the default identity is
+    /// published for the admission policy `bundle-identity.core.rukpak.io`: the namespace
+    /// its binding's `paramRef` names. Unset: the system namespace.
+    #[arg(long, env = "IDENTITY_NAMESPACE")]
+    pub identity_namespace: Option<String>,
+
     /// At most this many BundleDeployments are reconciled at once (0: no limit).
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 8)]
     pub max_concurrent_reconciles: u16,
@@ -70,6 +76,10 @@ impl RunArgs {
             limits: content::Limits::default(),
             selector: self.watch_selector.clone(),
             default_service_account: self.default_service_account.clone(),
+            identity_namespace: self
+                .identity_namespace
+                .clone()
+                .unwrap_or_else(|| self.system_namespace.clone()),
             concurrency: self.max_concurrent_reconciles,
         };
         let readiness = admin.readiness.clone();

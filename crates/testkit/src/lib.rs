@@ -212,6 +212,31 @@ pub async fn apply_dir(client: &Client, relative: impl AsRef<Path>) -> Vec<Dynam
     applied
 }
 
+/// The namespace `deploy/admission` puts the identity policy's parameter in (the ConfigMap
+/// `bundle-identities`): provisioners under test publish there, whatever their own system
+/// namespace.
+pub const ADMISSION_NAMESPACE: &str = "rukpak-system";
+
+/// Applies the admission policies of `deploy/admission`, first creating the namespace of
+/// their parameter when it is missing (the deploy bases create it with the rest of
+/// `deploy/namespaces`).
+pub async fn install_admission(client: &Client) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let namespace = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": ADMISSION_NAMESPACE }
+    }))
+    .expect("a Namespace");
+    match namespaces
+        .create(&kube::api::PostParams::default(), &namespace)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(err) => panic!("failed to create namespace {ADMISSION_NAMESPACE}: {err}"),
+    }
+    apply_dir(client, "deploy/admission").await;
+}
+
 /// Applies the project's CRDs (`deploy/crds` and `deploy/compat`) and waits until every
 /// one is Established.
 pub async fn install_crds(client: &Client) {

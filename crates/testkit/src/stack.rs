@@ -92,6 +92,11 @@ impl Component {
                 args.push(stack.rukpak_namespace.clone());
                 // Drift the watches miss is found within a test's patience.
                 args.extend(["--resync".to_owned(), "30s".to_owned()]);
+                // The admission policy reads published identities where it is deployed.
+                args.extend([
+                    "--identity-namespace".to_owned(),
+                    crate::ADMISSION_NAMESPACE.to_owned(),
+                ]);
             }
             Component::ResolutionActivator => {
                 args.push(stack.rukpak_namespace.clone());
@@ -162,7 +167,7 @@ impl Stack {
         let client = client().await;
         install_crds(&client).await;
         apply_dir(&client, "deploy/provisioner-classes").await;
-        apply_dir(&client, "deploy/admission").await;
+        crate::install_admission(&client).await;
         let stack = Stack {
             rukpak_namespace: format!("rukpak-{id}"),
             deppy_namespace: format!("deppy-{id}"),

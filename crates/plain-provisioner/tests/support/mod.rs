@@ -37,6 +37,7 @@ pub fn start_provisioner(
             selector: Some(format!("olmv1-test={system_namespace}")),
             system_namespace,
             default_service_account,
+            identity_namespace: testkit::ADMISSION_NAMESPACE.to_owned(),
             concurrency: 4,
         };
         let ctx = Arc::new(Context::new(
