@@ -14,7 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED};
+use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED, TYPE_PROGRESSING, reasons};
 use rukpak_api::{BundleDeployment, bundle_name, template_hash};
 use serde_json::json;
 use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
@@ -792,4 +792,69 @@ async fn an_unsafe_crd_upgrade_fails_the_pivot_naming_the_crd_and_rule_and_keeps
         spec.to_string().contains("color"),
         "the CRD was not changed"
     );
+}
+
+#[tokio::test]
+async fn a_long_install_shows_the_step_in_flight_then_settles() {
+    let client = setup().await;
+    let name = unique_name("progress");
+    let ns = unique_name("ns");
+    // Enough objects that the apply takes well over the 2 s after which steps are shown
+    // (each is read, dry-run and written).
+    let mut manifests = vec![("00-namespace.yaml".to_owned(), namespace(&ns))];
+    for i in 0..800 {
+        manifests.push((
+            format!("cm-{i:03}.yaml"),
+            configmap(&ns, &format!("cm-{i:03}"), "v1"),
+        ));
+    }
+    let manifests: Vec<(&str, String)> = manifests
+        .iter()
+        .map(|(file, yaml)| (file.as_str(), yaml.clone()))
+        .collect();
+    // Watch the status from before the Bundle is unpacked, recording every Progressing
+    // message seen.
+    let watching = {
+        let client = client.clone();
+        let name = name.clone();
+        tokio::spawn(async move {
+            let api: Api<BundleDeployment> = Api::all(client);
+            let mut seen: Vec<(String, String, String)> = Vec::new();
+            let deadline = std::time::Instant::now() + Duration::from_secs(120);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(bd)) = api.get_opt(&name).await
+                    && let Some(progressing) = support::condition(&bd, TYPE_PROGRESSING)
+                {
+                    if seen.last() != Some(&progressing) {
+                        seen.push(progressing.clone());
+                    }
+                    if progressing.1 == reasons::SETTLED {
+                        break;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            seen
+        })
+    };
+    deploy(&client, &deployment(&name, "v1", json!({})), &manifests).await;
+    let seen = watching.await.unwrap();
+    let reasons_seen: Vec<&str> = seen.iter().map(|(_, reason, _)| reason.as_str()).collect();
+    assert!(
+        reasons_seen.contains(&reasons::APPLYING),
+        "the apply step never showed in status: {seen:?}"
+    );
+    assert!(
+        seen.iter().any(|(status, _, message)| status == "True"
+            && message.contains(
+                "applying phase 2 of 4 (RBAC, configuration and custom resources, 800 objects)"
+            )),
+        "no step named the configuration phase: {seen:?}"
+    );
+    assert_eq!(
+        seen.last().map(|(s, r, _)| (s.as_str(), r.as_str())),
+        Some(("False", reasons::SETTLED)),
+        "{seen:?}"
+    );
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
 }

@@ -8,6 +8,10 @@ pub const TYPE_HAS_VALID_BUNDLE: &str = "HasValidBundle";
 pub const TYPE_INSTALLED: &str = "Installed";
 /// BundleDeployment: whether the applied objects are healthy.
 pub const TYPE_HEALTHY: &str = "Healthy";
+/// BundleDeployment: whether the provisioner is still working toward the spec, and on
+/// which step (unpacking, applying phase N, waiting for health). False once settled or
+/// stalled by a failure.
+pub const TYPE_PROGRESSING: &str = "Progressing";
 
 /// Reasons, shared by the condition types above.
 pub mod reasons {
@@ -37,4 +41,12 @@ pub mod reasons {
     pub const UNHEALTHY: &str = "Unhealthy";
     /// Health is not evaluated because installation did not succeed.
     pub const INSTALLATION_STATUS_FALSE: &str = "InstallationStatusFalse";
+    /// Progressing: the Bundle's objects are being applied; the message names the step.
+    pub const APPLYING: &str = "Applying";
+    /// Progressing: every object is applied; some are not healthy yet.
+    pub const WAITING_FOR_HEALTH: &str = "WaitingForHealth";
+    /// Progressing is False: everything is applied and healthy.
+    pub const SETTLED: &str = "Settled";
+    /// Progressing is False: a failure stopped progress; the failing condition says why.
+    pub const STALLED: &str = "Stalled";
 }

@@ -9,15 +9,16 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
-use kube::discovery::{ApiCapabilities, Scope, pinned_kind};
+use kube::discovery::{ApiCapabilities, Scope};
 use kube::{Api, Client};
 use rukpak_api::{CollisionProtection, InventoryEntry};
 use serde_json::json;
 
 use crate::collision::{self, Collision};
 use crate::crd_safety;
+use crate::kinds::KindCache;
 use crate::object::{ObjectKey, owner_labels, owning_bundle_deployment};
-use crate::phase::{Phase, phase_of, sort_for_apply};
+use crate::phase::{ApplyStep, Phase, phase_of, sort_for_apply};
 use crate::prune::{PRUNE_ANNOTATION, PRUNE_DISABLED, stale};
 use crate::subset::{as_stored, is_subset};
 
@@ -155,8 +156,9 @@ pub struct DeleteReport {
     pub orphaned: Vec<(ObjectKey, String)>,
 }
 
-/// Discovery results by (group, version, kind); `None` when the kind is not served.
-type KindCache = HashMap<(String, String, String), Option<(ApiResource, ApiCapabilities)>>;
+/// What one apply learned of kinds, by (group, version, kind); `None` when the kind is not
+/// served (yet: a CRD of the bundle may define it).
+type KindsSeen = HashMap<(String, String, String), Option<(ApiResource, ApiCapabilities)>>;
 
 /// One object ready to apply.
 struct Resolved {
@@ -170,12 +172,34 @@ struct Resolved {
 #[derive(Clone)]
 pub struct Applier {
     client: Client,
+    kinds: std::sync::Arc<KindCache>,
+    progress: Option<tokio::sync::watch::Sender<Option<ApplyStep>>>,
 }
 
 impl Applier {
-    /// An applier writing through `client`.
-    pub fn new(client: Client) -> Self {
-        Self { client }
+    /// An applier writing through `client`, resolving kinds through `kinds` (shared by
+    /// every apply of the process).
+    pub fn new(client: Client, kinds: std::sync::Arc<KindCache>) -> Self {
+        Self {
+            client,
+            kinds,
+            progress: None,
+        }
+    }
+
+    /// Reports each step of [`Self::apply`] on `progress` as it starts.
+    pub fn with_progress(
+        mut self,
+        progress: tokio::sync::watch::Sender<Option<ApplyStep>>,
+    ) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    fn report(&self, step: ApplyStep) {
+        if let Some(progress) = &self.progress {
+            progress.send_replace(Some(step));
+        }
     }
 
     /// The field manager of one BundleDeployment's writes.
@@ -188,10 +212,8 @@ impl Applier {
         key: &ObjectKey,
     ) -> Result<Option<(ApiResource, ApiCapabilities)>, ApplyError> {
         let gvk = GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
-        match pinned_kind(&self.client, &gvk).await {
-            Ok(found) => Ok(Some(found)),
-            Err(kube::Error::Discovery(_)) => Ok(None),
-            Err(err) if is_not_found(&err) => Ok(None),
+        match self.kinds.resolve(&self.client, &gvk).await {
+            Ok(found) => Ok(found),
             Err(source) => Err(ApplyError::Discovery {
                 api_version: key.api_version(),
                 kind: key.kind.clone(),
@@ -213,7 +235,7 @@ impl Applier {
         &self,
         request: &ApplyRequest,
         mut object: DynamicObject,
-        cache: &mut KindCache,
+        cache: &mut KindsSeen,
     ) -> Result<Option<Resolved>, ApplyError> {
         let mut key = ObjectKey::of(&object);
         let cache_key = (key.group.clone(), key.version.clone(), key.kind.clone());
@@ -261,6 +283,9 @@ impl Applier {
     /// Applies the bundle: see the module docs for the order of steps.
     pub async fn apply(&self, request: ApplyRequest) -> Result<ApplyReport, ApplyError> {
         let mut cache = HashMap::new();
+        self.report(ApplyStep::Checking {
+            objects: request.objects.len(),
+        });
         let bundle_crds: Vec<(String, String)> =
             request.objects.iter().filter_map(crd_group_kind).collect();
 
@@ -359,9 +384,19 @@ impl Applier {
         let (foundations, rest): (Vec<Resolved>, Vec<Resolved>) = ready
             .into_iter()
             .partition(|r| phase_of(&r.key) == Phase::Foundations);
+        if !foundations.is_empty() {
+            self.report(ApplyStep::Writing {
+                phase: Phase::Foundations,
+                objects: foundations.len(),
+            });
+        }
         for item in &foundations {
             self.write(item, live.get(&item.key), &params, &mut report)
                 .await?;
+        }
+        let crds = foundations.iter().filter(|r| is_crd(&r.key)).count();
+        if crds > 0 {
+            self.report(ApplyStep::WaitingForCrds { crds });
         }
         for item in foundations.iter().filter(|r| is_crd(&r.key)) {
             self.wait_established(&item.key.name).await?;
@@ -392,7 +427,16 @@ impl Applier {
         }
         rest.extend(late);
         sort_for_apply(&mut rest, |r| &r.key);
+        let mut phase = None;
         for item in &rest {
+            let this = phase_of(&item.key);
+            if phase != Some(this) {
+                phase = Some(this);
+                self.report(ApplyStep::Writing {
+                    phase: this,
+                    objects: rest.iter().filter(|r| phase_of(&r.key) == this).count(),
+                });
+            }
             self.write(item, live.get(&item.key), &params, &mut report)
                 .await?;
         }
@@ -410,7 +454,13 @@ impl Applier {
             .iter()
             .map(ObjectKey::from)
             .collect();
-        for key in stale(&previous, &applied) {
+        let stale = stale(&previous, &applied);
+        if !stale.is_empty() {
+            self.report(ApplyStep::Pruning {
+                objects: stale.len(),
+            });
+        }
+        for key in stale {
             match self.remove(&request.owner, &key).await? {
                 Removal::Deleted => report.pruned.push(key),
                 Removal::Kept(reason) => report.kept.push((key, reason)),
@@ -441,9 +491,19 @@ impl Applier {
             .patch(&item.key.name, params, &Patch::Apply(&item.object))
             .await
             .map(|_| ())
-            .map_err(|source| ApplyError::Apply {
-                object: item.key.clone(),
-                source,
+            .map_err(|source| {
+                // The kind may have stopped being served since discovery was cached.
+                if is_not_found(&source) {
+                    self.kinds.forget(&GroupVersionKind::gvk(
+                        &item.key.group,
+                        &item.key.version,
+                        &item.key.kind,
+                    ));
+                }
+                ApplyError::Apply {
+                    object: item.key.clone(),
+                    source,
+                }
             })
     }
 

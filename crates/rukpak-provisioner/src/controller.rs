@@ -27,13 +27,18 @@ use kit::admin::Readiness;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, ErrorClass};
 
-use crate::apply::{Applier, ApplyError, ApplyRequest};
+use crate::apply::{Applier, ApplyError, ApplyReport, ApplyRequest};
 use crate::drift::DriftWatches;
 use crate::health::{self, Health};
 use crate::identity;
+use crate::kinds::KindCache;
 use crate::object::ObjectKey;
-use crate::status::{Outcome, next_status};
+use crate::status::{Outcome, next_status, shows_progress};
 use crate::warnings::{Warnings, client_recording_warnings};
+
+/// An apply that takes longer than this shows its steps in status (`Progressing`); a
+/// quicker one only writes its outcome.
+const SHOW_PROGRESS_AFTER: Duration = Duration::from_secs(2);
 
 /// Finalizer on every BundleDeployment a provisioner manages: its objects are removed
 /// (keeping user data) before the BundleDeployment goes.
@@ -111,6 +116,7 @@ pub struct Context<F> {
     recorder: Recorder,
     metrics: ReconcileMetrics,
     backoff: Backoff,
+    kinds: Arc<KindCache>,
 }
 
 /// A failed reconcile.
@@ -181,6 +187,7 @@ impl<F: BundleFormat> Context<F> {
             drift,
             metrics,
             backoff: Backoff::default(),
+            kinds: Arc::new(KindCache::new()),
         }
     }
 
@@ -198,7 +205,7 @@ impl<F: BundleFormat> Context<F> {
         };
         let (client, warnings) =
             client_recording_warnings(config).map_err(|source| Error::Client(identity, source))?;
-        Ok((Applier::new(client), warnings))
+        Ok((Applier::new(client, self.kinds.clone()), warnings))
     }
 
     async fn event(
@@ -322,10 +329,12 @@ async fn apply<F: BundleFormat>(
 ) -> Result<Action, Error> {
     let name = deployment.name_any();
     let current = deployment.status.clone().unwrap_or_default();
+    // The status last written while the apply ran, if any: what the server holds now.
+    let mut in_flight = None;
     let outcome = if deployment.spec.paused == Some(true) {
         Outcome::Paused
     } else {
-        install(deployment, ctx, &current).await?
+        install(deployment, ctx, &current, &mut in_flight).await?
     };
     let next = next_status(
         &current,
@@ -333,7 +342,7 @@ async fn apply<F: BundleFormat>(
         deployment.meta().generation,
         &kit::conditions::now(),
     );
-    if next != current {
+    if next != *in_flight.as_ref().unwrap_or(&current) {
         announce(deployment, ctx, &current, &next).await;
         let patch = serde_json::json!({ "status": next });
         Api::<BundleDeployment>::all(ctx.client.clone())
@@ -353,6 +362,8 @@ async fn apply<F: BundleFormat>(
         }
         Outcome::LoadFailed { .. } => Action::await_change(),
         Outcome::ApplyFailed { .. } => Action::requeue(ctx.backoff.next_delay(&name)),
+        // Only written while an apply runs; a reconcile never ends on it.
+        Outcome::Applying { .. } => Action::requeue(ctx.settings.resync),
         Outcome::Installed { .. } => Action::requeue(ctx.settings.resync),
     })
 }
@@ -362,6 +373,7 @@ async fn install<F: BundleFormat>(
     deployment: &BundleDeployment,
     ctx: &Context<F>,
     current: &BundleDeploymentStatus,
+    in_flight: &mut Option<BundleDeploymentStatus>,
 ) -> Result<Outcome, Error> {
     let bundle = bundle_name(
         &deployment.name_any(),
@@ -418,7 +430,15 @@ async fn install<F: BundleFormat>(
         collision_protection: deployment.spec.collision_protection,
         previous_inventory: current.inventory.clone(),
     };
-    let report = match applier.apply(request).await {
+    let applied = if shows_progress(current, &bundle, deployment.meta().generation) {
+        apply_showing_progress(
+            ctx, deployment, current, &bundle, applier, request, in_flight,
+        )
+        .await
+    } else {
+        applier.apply(request).await
+    };
+    let report = match applied {
         Ok(report) => report,
         Err(err) => {
             return Ok(Outcome::ApplyFailed {
@@ -451,7 +471,7 @@ async fn install<F: BundleFormat>(
     for entry in &report.inventory {
         let key = ObjectKey::from(entry);
         let gvk = kube::core::GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
-        let Ok((resource, _)) = kube::discovery::pinned_kind(&ctx.client, &gvk).await else {
+        let Ok(Some((resource, _))) = ctx.kinds.resolve(&ctx.client, &gvk).await else {
             continue;
         };
         ctx.drift.ensure(&resource);
@@ -479,6 +499,66 @@ async fn install<F: BundleFormat>(
             .map(|(key, reason)| format!("{key}: {reason}"))
             .collect(),
     })
+}
+
+/// Runs the apply; once it has taken [`SHOW_PROGRESS_AFTER`], writes each step it starts
+/// into status (`Progressing`), recording the last status written in `in_flight`.
+/// Best effort: a failed status write is logged and the apply goes on.
+async fn apply_showing_progress<F: BundleFormat>(
+    ctx: &Context<F>,
+    deployment: &BundleDeployment,
+    current: &BundleDeploymentStatus,
+    bundle: &str,
+    applier: Applier,
+    request: ApplyRequest,
+    in_flight: &mut Option<BundleDeploymentStatus>,
+) -> Result<ApplyReport, ApplyError> {
+    let (progress, mut steps) = tokio::sync::watch::channel(None);
+    let applier = applier.with_progress(progress);
+    let apply = applier.apply(request);
+    tokio::pin!(apply);
+    let quiet = tokio::time::sleep(SHOW_PROGRESS_AFTER);
+    tokio::pin!(quiet);
+    let mut showing = false;
+    loop {
+        tokio::select! {
+            biased;
+            result = &mut apply => return result,
+            () = &mut quiet, if !showing => showing = true,
+            changed = steps.changed(), if showing => {
+                // The sender went with the finished apply, which the next turn returns.
+                if changed.is_err() {
+                    continue;
+                }
+            }
+        }
+        let Some(step) = steps.borrow_and_update().clone() else {
+            continue;
+        };
+        let next = next_status(
+            current,
+            &Outcome::Applying {
+                bundle: bundle.to_owned(),
+                step: step.to_string(),
+            },
+            deployment.meta().generation,
+            &kit::conditions::now(),
+        );
+        if in_flight.as_ref() == Some(&next) {
+            continue;
+        }
+        let name = deployment.name_any();
+        let patch = serde_json::json!({ "status": next });
+        match Api::<BundleDeployment>::all(ctx.client.clone())
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => *in_flight = Some(next),
+            Err(err) => {
+                tracing::debug!(bundle_deployment = %name, error = %error_chain(&err), "failed to show the apply step in status")
+            }
+        }
+    }
 }
 
 /// The Namespace object to add for the install namespace (`spec.installNamespace`, or the
@@ -551,6 +631,11 @@ async fn announce<F: BundleFormat>(
     after: &BundleDeploymentStatus,
 ) {
     for condition in &after.conditions {
+        // Progressing is a running commentary on the others (and False is good news for
+        // it): its changes are not Events of their own.
+        if condition.type_ == rukpak_api::conditions::TYPE_PROGRESSING {
+            continue;
+        }
         let previous = kit::conditions::find(&before.conditions, &condition.type_);
         if previous.is_some_and(|p| p.status == condition.status && p.reason == condition.reason) {
             continue;
@@ -574,7 +659,7 @@ async fn cleanup<F: BundleFormat>(
     let inventory = deployment.status.clone().unwrap_or_default().inventory;
     // Deletion uses the provisioner's identity: a ServiceAccount that lost its rights must
     // not strand objects.
-    let report = Applier::new(ctx.client.clone())
+    let report = Applier::new(ctx.client.clone(), ctx.kinds.clone())
         .delete_all(&name, &inventory)
         .await
         .map_err(|err| Error::Cleanup(name.clone(), Box::new(err)))?;

@@ -23,6 +23,7 @@ pub mod crd_safety;
 pub mod drift;
 pub mod health;
 pub mod identity;
+pub mod kinds;
 pub mod manifest;
 pub mod object;
 pub mod phase;

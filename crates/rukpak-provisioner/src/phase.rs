@@ -22,6 +22,89 @@ pub enum Phase {
     Admission,
 }
 
+impl Phase {
+    /// Every phase, in apply order.
+    pub const ALL: [Phase; 4] = [
+        Phase::Foundations,
+        Phase::Configuration,
+        Phase::Workloads,
+        Phase::Admission,
+    ];
+
+    /// Its place in apply order, from 1.
+    pub fn number(self) -> usize {
+        Self::ALL.iter().position(|p| *p == self).unwrap_or(0) + 1
+    }
+
+    /// What it holds, in a few words (for status messages).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Phase::Foundations => "namespaces and CRDs",
+            Phase::Configuration => "RBAC, configuration and custom resources",
+            Phase::Workloads => "workloads",
+            Phase::Admission => "webhooks and API services",
+        }
+    }
+}
+
+/// The step an apply is on, reported while it runs (see [`crate::apply::Applier::with_progress`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyStep {
+    /// Collisions, CRD upgrade safety and a dry run of every write, before the first one.
+    Checking {
+        /// How many objects the bundle has.
+        objects: usize,
+    },
+    /// Writing the objects of one phase.
+    Writing {
+        /// The phase.
+        phase: Phase,
+        /// How many objects it has.
+        objects: usize,
+    },
+    /// Waiting for the bundle's CRDs to be Established.
+    WaitingForCrds {
+        /// How many.
+        crds: usize,
+    },
+    /// Removing what the previous Bundle had and this one does not.
+    Pruning {
+        /// How many objects.
+        objects: usize,
+    },
+}
+
+impl std::fmt::Display for ApplyStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        match self {
+            Self::Checking { objects } => write!(
+                f,
+                "checking {objects} object{} before the first write (collisions, CRD upgrade safety, dry run)",
+                plural(*objects)
+            ),
+            Self::Writing { phase, objects } => write!(
+                f,
+                "applying phase {} of {} ({}, {objects} object{})",
+                phase.number(),
+                Phase::ALL.len(),
+                phase.describe(),
+                plural(*objects)
+            ),
+            Self::WaitingForCrds { crds } => write!(
+                f,
+                "waiting for {crds} CustomResourceDefinition{} to be established",
+                plural(*crds)
+            ),
+            Self::Pruning { objects } => write!(
+                f,
+                "removing {objects} object{} the previous bundle had",
+                plural(*objects)
+            ),
+        }
+    }
+}
+
 /// The phase an object belongs to.
 pub fn phase_of(key: &ObjectKey) -> Phase {
     match (key.group.as_str(), key.kind.as_str()) {
@@ -129,5 +212,23 @@ mod tests {
             )),
             Phase::Admission
         );
+    }
+
+    #[test]
+    fn steps_read_as_phrases() {
+        assert_eq!(
+            ApplyStep::Writing {
+                phase: Phase::Workloads,
+                objects: 1
+            }
+            .to_string(),
+            "applying phase 3 of 4 (workloads, 1 object)"
+        );
+        assert_eq!(
+            ApplyStep::WaitingForCrds { crds: 2 }.to_string(),
+            "waiting for 2 CustomResourceDefinitions to be established"
+        );
+        assert_eq!(Phase::Foundations.number(), 1);
+        assert_eq!(Phase::Admission.number(), 4);
     }
 }

@@ -7,11 +7,11 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kit::conditions::{ConditionUpdate, set_condition, status};
 use rukpak_api::conditions::{
-    TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED,
+    TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED, TYPE_PROGRESSING,
     reasons::{
-        BUNDLE_LOAD_FAILED, HEALTHY, INSTALL_FAILED, INSTALLATION_STATUS_FALSE,
-        INSTALLATION_SUCCEEDED, PAUSED, UNHEALTHY, UNPACK_FAILED, UNPACK_PENDING,
-        UNPACK_SUCCESSFUL, UPGRADE_FAILED,
+        APPLYING, BUNDLE_LOAD_FAILED, HEALTHY, INSTALL_FAILED, INSTALLATION_STATUS_FALSE,
+        INSTALLATION_SUCCEEDED, PAUSED, SETTLED, STALLED, UNHEALTHY, UNPACK_FAILED, UNPACK_PENDING,
+        UNPACK_SUCCESSFUL, UNPACKING, UPGRADE_FAILED, WAITING_FOR_HEALTH,
     },
 };
 use rukpak_api::{BundleDeploymentStatus, InventoryEntry};
@@ -39,6 +39,14 @@ pub enum Outcome {
         bundle: String,
         /// Why.
         message: String,
+    },
+    /// The Bundle is unpacked and its objects are being applied (written while the apply
+    /// runs, so status names the step in flight).
+    Applying {
+        /// Bundle name.
+        bundle: String,
+        /// The step, as a phrase (e.g. "applying phase 2 of 4 (configuration, 12 objects)").
+        step: String,
     },
     /// Applying failed; nothing of the new Bundle may be trusted.
     ApplyFailed {
@@ -96,6 +104,12 @@ pub fn next_status(
                 UNPACK_PENDING,
                 &format!("Waiting for the {bundle} Bundle to be created"),
             );
+            set(
+                TYPE_PROGRESSING,
+                status::TRUE,
+                UNPACKING,
+                &format!("Waiting for the {bundle} Bundle to be created and unpacked"),
+            );
         }
         Outcome::BundleNotUnpacked {
             bundle,
@@ -107,6 +121,12 @@ pub fn next_status(
                 status::FALSE,
                 UNPACK_PENDING,
                 &format!("Waiting for the {bundle} Bundle to be unpacked: {message}"),
+            );
+            set(
+                TYPE_PROGRESSING,
+                status::TRUE,
+                UNPACKING,
+                &format!("Waiting for the {bundle} Bundle to be unpacked"),
             );
         }
         Outcome::BundleNotUnpacked {
@@ -120,6 +140,12 @@ pub fn next_status(
                 UNPACK_FAILED,
                 &format!("Failed to unpack the {bundle} Bundle: {message}"),
             );
+            set(
+                TYPE_PROGRESSING,
+                status::FALSE,
+                STALLED,
+                &format!("Stopped: the {bundle} Bundle failed to unpack (see HasValidBundle)"),
+            );
         }
         Outcome::LoadFailed { bundle, message } => {
             set(
@@ -128,6 +154,26 @@ pub fn next_status(
                 BUNDLE_LOAD_FAILED,
                 &format!("Failed to load the {bundle} Bundle: {message}"),
             );
+            set(
+                TYPE_PROGRESSING,
+                status::FALSE,
+                STALLED,
+                &format!("Stopped: the {bundle} Bundle failed to load (see HasValidBundle)"),
+            );
+        }
+        Outcome::Applying { bundle, step } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::TRUE,
+                UNPACK_SUCCESSFUL,
+                &format!("Successfully unpacked the {bundle} Bundle"),
+            );
+            set(
+                TYPE_PROGRESSING,
+                status::TRUE,
+                APPLYING,
+                &format!("Applying the {bundle} Bundle: {step}"),
+            );
         }
         Outcome::ApplyFailed { bundle, message } => {
             set(
@@ -135,6 +181,14 @@ pub fn next_status(
                 status::TRUE,
                 UNPACK_SUCCESSFUL,
                 &format!("Successfully unpacked the {bundle} Bundle"),
+            );
+            set(
+                TYPE_PROGRESSING,
+                status::FALSE,
+                STALLED,
+                &format!(
+                    "Stopped: applying the {bundle} Bundle failed and is retried with backoff (see Installed)"
+                ),
             );
             let upgrading = current
                 .active_bundle
@@ -201,8 +255,22 @@ pub fn next_status(
                     HEALTHY,
                     "BundleDeployment is healthy",
                 );
+                set(
+                    TYPE_PROGRESSING,
+                    status::FALSE,
+                    SETTLED,
+                    &format!("The {bundle} Bundle is installed and healthy"),
+                );
             } else {
                 set(TYPE_HEALTHY, status::FALSE, UNHEALTHY, health_message);
+                set(
+                    TYPE_PROGRESSING,
+                    status::TRUE,
+                    WAITING_FOR_HEALTH,
+                    &format!(
+                        "Applied every object of the {bundle} Bundle; waiting for them to become healthy (see Healthy)"
+                    ),
+                );
             }
             next.active_bundle = Some(bundle.clone());
             next.inventory = inventory.clone();
@@ -217,9 +285,33 @@ pub fn next_status(
                 PAUSED,
                 "spec.paused is true: nothing is applied, pruned or corrected",
             );
+            set(
+                TYPE_PROGRESSING,
+                status::FALSE,
+                PAUSED,
+                "spec.paused is true",
+            );
         }
     }
     next
+}
+
+/// Whether an apply of `bundle` should show its steps in status while it runs: on the way
+/// to a Bundle not yet installed, and not when retrying after a failure (that would rewrite
+/// status twice per retry) or re-checking a settled install for drift.
+pub fn shows_progress(
+    current: &BundleDeploymentStatus,
+    bundle: &str,
+    generation: Option<i64>,
+) -> bool {
+    let installed = kit::conditions::find(&current.conditions, TYPE_INSTALLED)
+        .is_some_and(|c| c.status == status::TRUE);
+    if installed && current.active_bundle.as_deref() == Some(bundle) {
+        return false;
+    }
+    let stalled = kit::conditions::find(&current.conditions, TYPE_PROGRESSING)
+        .is_some_and(|c| c.reason == STALLED && c.observed_generation == generation);
+    !stalled
 }
 
 #[cfg(test)]
@@ -432,5 +524,69 @@ mod tests {
             once,
             "no status write needed"
         );
+    }
+
+    #[test]
+    fn progressing_names_the_step_then_settles() {
+        let applying = next_status(
+            &BundleDeploymentStatus::default(),
+            &Outcome::Applying {
+                bundle: "bd-1".into(),
+                step: "applying phase 2 of 4 (configuration, 3 objects)".into(),
+            },
+            Some(1),
+            &now(),
+        );
+        assert_eq!(reason(&applying, TYPE_PROGRESSING), ("True", APPLYING));
+        assert_eq!(
+            find(&applying.conditions, TYPE_PROGRESSING)
+                .unwrap()
+                .message,
+            "Applying the bd-1 Bundle: applying phase 2 of 4 (configuration, 3 objects)"
+        );
+        assert_eq!(
+            reason(&applying, TYPE_HAS_VALID_BUNDLE),
+            ("True", UNPACK_SUCCESSFUL)
+        );
+        let waiting = next_status(&applying, &installed("bd-1", false), Some(1), &now());
+        assert_eq!(
+            reason(&waiting, TYPE_PROGRESSING),
+            ("True", WAITING_FOR_HEALTH)
+        );
+        let settled = next_status(&waiting, &installed("bd-1", true), Some(1), &now());
+        assert_eq!(reason(&settled, TYPE_PROGRESSING), ("False", SETTLED));
+        let failed = next_status(
+            &settled,
+            &Outcome::ApplyFailed {
+                bundle: "bd-2".into(),
+                message: "forbidden".into(),
+            },
+            Some(2),
+            &now(),
+        );
+        assert_eq!(reason(&failed, TYPE_PROGRESSING), ("False", STALLED));
+    }
+
+    #[test]
+    fn progress_is_shown_on_the_way_to_a_new_bundle_only() {
+        let fresh = BundleDeploymentStatus::default();
+        assert!(shows_progress(&fresh, "bd-1", Some(1)));
+        let settled = next_status(&fresh, &installed("bd-1", true), Some(1), &now());
+        // A drift re-check of the installed Bundle: no.
+        assert!(!shows_progress(&settled, "bd-1", Some(1)));
+        // A pivot to the next one: yes.
+        assert!(shows_progress(&settled, "bd-2", Some(2)));
+        // A retry after a failure of the same generation: no; after a spec change: yes.
+        let failed = next_status(
+            &settled,
+            &Outcome::ApplyFailed {
+                bundle: "bd-2".into(),
+                message: "forbidden".into(),
+            },
+            Some(2),
+            &now(),
+        );
+        assert!(!shows_progress(&failed, "bd-2", Some(2)));
+        assert!(shows_progress(&failed, "bd-3", Some(3)));
     }
 }
