@@ -137,6 +137,9 @@ func (c *cluster) start(timeout time.Duration) error {
 	}
 
 	pki := c.path("pki")
+	if err := os.WriteFile(c.path("audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
+		return err
+	}
 	if err := c.spawn("kube-apiserver",
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
@@ -155,6 +158,13 @@ func (c *cluster) start(timeout time.Duration) error {
 		"--allow-privileged=true",
 		"--cert-dir="+c.path("apiserver-certs"),
 		"--profiling=false",
+		// Who sent which request, for the API request budgets of hack/process-budgets.
+		"--audit-policy-file="+c.path("audit-policy.yaml"),
+		"--audit-log-path="+c.path("audit.log"),
+		"--audit-log-format=json",
+		"--audit-log-mode=batch",
+		"--audit-log-maxsize=512",
+		"--audit-log-maxbackup=4",
 	); err != nil {
 		return err
 	}
@@ -650,3 +660,19 @@ func writeJSON(path string, v any) error {
 	}
 	return os.WriteFile(path, raw, 0o600)
 }
+
+// auditPolicy records every request of clients other than the control plane's own
+// components at Metadata level (who, what, user agent, response code; no bodies), once per
+// request. hack/process-budgets reads it to count each controller's API requests.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  users: ["system:kube-controller-manager", "system:kube-scheduler", "system:apiserver", "kwok"]
+- level: None
+  userGroups: ["system:nodes", "system:serviceaccounts:kube-system"]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*"]
+- level: Metadata
+`
