@@ -5,7 +5,7 @@
 //! than repeating them, so [`report`] prints each cause once: use it for condition
 //! messages and events.
 
-use kit::retry::{Classify, ErrorClass};
+use classify::{Classify, Retry};
 
 use crate::extract::ArchiveError;
 use crate::source::{ConfigMapError, Denied, GitError, HttpError, ImageError};
@@ -58,12 +58,8 @@ impl Error {
 }
 
 impl Classify for Error {
-    fn class(&self) -> ErrorClass {
-        if self.is_terminal() {
-            ErrorClass::InvalidSpec
-        } else {
-            ErrorClass::Transient
-        }
+    fn retry(&self) -> Retry {
+        Retry::unless_terminal(self.is_terminal())
     }
 
     fn label(&self) -> &'static str {
@@ -133,10 +129,10 @@ mod tests {
     #[test]
     fn content_errors_are_invalid_spec_and_timeouts_are_transient() {
         let refused = Error::Archive(ArchiveError::SymlinkLoop { path: "a".into() });
-        assert_eq!(refused.class(), ErrorClass::InvalidSpec);
+        assert_eq!(refused.retry(), Retry::WaitForChange);
         assert_eq!(refused.label(), "content_unsafe");
         let timeout = Error::Http(HttpError::Timeout { url: "u".into() });
-        assert_eq!(timeout.class(), ErrorClass::Transient);
+        assert_eq!(timeout.retry(), Retry::Backoff);
         assert_eq!(timeout.label(), "http_timeout");
     }
 }

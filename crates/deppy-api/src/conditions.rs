@@ -30,3 +30,20 @@ pub mod reasons {
     /// The spec cannot be interpreted (e.g. a malformed constraint expression).
     pub const INVALID_SPEC: &str = "InvalidSpec";
 }
+
+/// Reasons of the `Activated` condition on ActiveResolutions, written by the activator
+/// serving the resolution's class (also its Event reasons).
+pub mod activated {
+    /// The wrapper BundleDeployment points at the ResolveSet of the current selections.
+    pub const ACTIVATED: &str = "Activated";
+    /// `Resolved` is not True: nothing is changed, what is installed stays.
+    pub const NOT_RESOLVED: &str = "NotResolved";
+    /// A selection does not parse, or names no bundle in its catalog (the message names it).
+    pub const SELECTION_NOT_FOUND: &str = "SelectionNotFound";
+    /// A Catalog named by a selection is missing or its content cannot be read.
+    pub const CATALOG_UNAVAILABLE: &str = "CatalogUnavailable";
+    /// The class cannot install a selected bundle (e.g. it has no image).
+    pub const BUNDLE_UNSUPPORTED: &str = "BundleUnsupported";
+    /// Writing the ResolveSet or the wrapper failed, or another object holds the name.
+    pub const APPLY_FAILED: &str = "ApplyFailed";
+}

@@ -5,6 +5,7 @@
 pub mod active_resolution;
 pub mod catalog;
 pub mod conditions;
+pub mod selection;
 
 pub use active_resolution::{
     ActiveResolution, ActiveResolutionSpec, ActiveResolutionStatus, Constraint, GvkRequirement,
@@ -14,6 +15,7 @@ pub use api_common::{Condition, ContentRef, SecretRef};
 pub use catalog::{
     Catalog, CatalogSource, CatalogSpec, CatalogStatus, ConfigMapCatalogSource, ImageCatalogSource,
 };
+pub use selection::{Selection, SelectionError};
 
 /// The API group.
 pub const GROUP: &str = "deppy.io";

@@ -3,7 +3,7 @@
 //! A [`Request`] holds [`Constraint`]s (`required`, `gvkRequired`, `prohibited`,
 //! `installed`, as in `ActiveResolution.spec.constraints`; the function form
 //! `required("etcd", ">= 1.0.0", "stable")` parses with [`str::parse`]). A [`Resolver`]
-//! resolves it against [`NamedCatalog`]s and returns a [`Resolution`]: one [`Selection`]
+//! resolves it against [`NamedCatalog`]s and returns a [`Resolution`]: one [`SelectedBundle`]
 //! (`catalog:package:version:channel` plus the bundle image) per selected bundle, and
 //! [`Stats`] on the problem's size and the time spent. When nothing fits,
 //! [`ResolveError::NotSatisfiable`] explains why, one constraint per line, in OLM's words.
@@ -60,4 +60,4 @@ pub use constraint::Constraint;
 pub use error::{ErrorCategory, ResolveError, Unsatisfiable};
 pub use expression::{ExpressionError, ExpressionProblem};
 pub use resolve::{Request, Resolution, Resolver, Stats, resolve};
-pub use selection::Selection;
+pub use selection::SelectedBundle;

@@ -9,7 +9,7 @@ use deppy::{SolveError, Solver};
 use crate::catalog::{self, NamedCatalog};
 use crate::constraint::{Checked, Constraint};
 use crate::error::{ResolveError, Unsatisfiable};
-use crate::selection::Selection;
+use crate::selection::SelectedBundle;
 use crate::variables::{self, Problem};
 
 /// What to resolve: constraints, and optionally which catalogs to draw from.
@@ -67,7 +67,7 @@ pub struct Stats {
 pub struct Resolution {
     /// The selected bundles, at most one per package, sorted by their
     /// `catalog:package:version:channel` form.
-    pub selections: Vec<Selection>,
+    pub selections: Vec<SelectedBundle>,
     /// Size of the problem and time spent.
     pub stats: Stats,
 }
@@ -145,13 +145,13 @@ impl<'a> Resolver<'a> {
         stats.sat_variables = Some(solver_stats.sat_variables);
         stats.sat_calls = Some(solver_stats.sat_calls);
 
-        let mut selections: Vec<Selection> = solution
+        let mut selections: Vec<SelectedBundle> = solution
             .indices()
             .iter()
             .filter_map(|&i| bundles.get(i.checked_sub(first_bundle)?))
             .map(|node| {
                 let bundle = node.ranked.offer.bundle;
-                Selection {
+                SelectedBundle {
                     catalog: node.ranked.catalog.to_owned(),
                     package: bundle.package.clone(),
                     version: bundle.version.clone(),

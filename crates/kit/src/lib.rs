@@ -3,6 +3,8 @@
 //! Every binary is built the same way, so that an administrator learns one set of flags
 //! and one set of endpoints:
 //!
+//! - [`controller`]: the reconciler toolkit (timing and result counting, the error policy,
+//!   Events on condition changes, the Event recorder) and the shape every reconciler has;
 //! - [`cli`]: clap option groups with environment fallbacks (client, admin server,
 //!   telemetry, leader election), flattened into each binary's `Args`;
 //! - [`telemetry`]: tracing setup, plain or JSON;
@@ -22,6 +24,7 @@
 pub mod admin;
 pub mod cli;
 pub mod conditions;
+pub mod controller;
 pub mod events;
 pub mod leader;
 pub mod metrics;

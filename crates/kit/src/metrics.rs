@@ -40,27 +40,43 @@ impl ReconcileMetrics {
     }
 
     /// Starts timing one reconciliation of `controller`; call
-    /// [`ReconcileTimer::finish`] with the result label.
+    /// [`ReconcileTimer::finish`] with the result label. Most reconcilers use
+    /// [`crate::controller::timed`] instead, which labels the result for them.
     pub fn start(&self, controller: &str) -> ReconcileTimer {
         ReconcileTimer {
             metrics: self.clone(),
             controller: controller.to_owned(),
             started: Instant::now(),
+            finished: false,
         }
     }
 }
 
-/// Times one reconciliation.
+/// Times one reconciliation. A drop guard: a timer dropped without
+/// [`ReconcileTimer::finish`] (the reconcile future was cancelled, or a path forgot)
+/// still records its duration, with the result [`ReconcileTimer::UNFINISHED`].
 #[derive(Debug)]
 pub struct ReconcileTimer {
     metrics: ReconcileMetrics,
     controller: String,
     started: Instant,
+    finished: bool,
 }
 
 impl ReconcileTimer {
+    /// The result label of a timer dropped without [`ReconcileTimer::finish`].
+    pub const UNFINISHED: &'static str = "unfinished";
+
     /// Records the duration and counts the result (`success` or an error label).
-    pub fn finish(self, result: &str) {
+    pub fn finish(mut self, result: &str) {
+        self.record(result);
+    }
+
+    fn record(&mut self, result: &str) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
         self.metrics
             .duration
             .with_label_values(&[self.controller.as_str()])
@@ -69,6 +85,12 @@ impl ReconcileTimer {
             .total
             .with_label_values(&[self.controller.as_str(), result])
             .inc();
+    }
+}
+
+impl Drop for ReconcileTimer {
+    fn drop(&mut self) {
+        self.record(Self::UNFINISHED);
     }
 }
 
@@ -100,6 +122,28 @@ mod tests {
         assert!(
             text.contains(r#"rukpak_core_reconcile_duration_seconds_count{controller="bundle"} 3"#)
         );
+    }
+
+    #[test]
+    fn a_timer_dropped_unfinished_still_records_its_duration() {
+        let registry = Registry::new();
+        let metrics = ReconcileMetrics::register(&registry, "x").unwrap();
+        drop(metrics.start("bundle"));
+        metrics.start("bundle").finish("success");
+        let text = String::from_utf8({
+            let mut text = Vec::new();
+            TextEncoder::new()
+                .encode(&registry.gather(), &mut text)
+                .unwrap();
+            text
+        })
+        .unwrap();
+        assert!(
+            text.contains(r#"x_reconcile_total{controller="bundle",result="unfinished"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"x_reconcile_total{controller="bundle",result="success"} 1"#));
+        assert!(text.contains(r#"x_reconcile_duration_seconds_count{controller="bundle"} 2"#));
     }
 
     #[test]

@@ -1,9 +1,9 @@
-//! Error classes and retry policy.
+//! Retry policy.
 //!
-//! Controllers classify every error: an invalid spec will not fix itself, so the object
-//! waits for a change (with a Warning event); anything else is transient and retried
-//! with per-object exponential backoff plus jitter, so that a failing dependency is not
-//! hammered by every object in lock-step.
+//! Controllers classify every error ([`Classify`], from the dependency-free `classify`
+//! crate): what retrying cannot fix waits for a change (with a Warning event); anything
+//! else is retried with per-object exponential backoff plus jitter, so that a failing
+//! dependency is not hammered by every object in lock-step.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -12,23 +12,7 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 use rand::Rng;
 
-/// How a controller should treat an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// The object's spec is wrong; retrying cannot help. Wait for the spec to change.
-    InvalidSpec,
-    /// Something outside the object failed (API server, registry, network); retry.
-    Transient,
-}
-
-/// Implemented by each controller's error enum.
-pub trait Classify {
-    /// How to treat this error.
-    fn class(&self) -> ErrorClass;
-    /// A stable snake_case label for metrics and a CamelCase reason for Events are both
-    /// derived from this (e.g. `unpack_failed`).
-    fn label(&self) -> &'static str;
-}
+pub use classify::{Classify, Retry};
 
 /// Per-object exponential backoff with full jitter.
 #[derive(Debug)]
@@ -77,12 +61,12 @@ impl Backoff {
             .remove(key);
     }
 
-    /// The [`Action`] for an error of `key`: wait for a change on an invalid spec,
-    /// otherwise requeue after the next backoff delay.
-    pub fn action_for(&self, key: &str, class: ErrorClass) -> Action {
-        match class {
-            ErrorClass::InvalidSpec => Action::await_change(),
-            ErrorClass::Transient => Action::requeue(self.next_delay(key)),
+    /// The [`Action`] after an error of `key`: wait for a change, or requeue after the
+    /// next backoff delay.
+    pub fn action_for(&self, key: &str, retry: Retry) -> Action {
+        match retry {
+            Retry::WaitForChange => Action::await_change(),
+            Retry::Backoff => Action::requeue(self.next_delay(key)),
         }
     }
 }
@@ -137,11 +121,11 @@ mod tests {
     fn invalid_spec_waits_for_a_change() {
         let backoff = Backoff::default();
         assert_eq!(
-            backoff.action_for("a", ErrorClass::InvalidSpec),
+            backoff.action_for("a", Retry::WaitForChange),
             Action::await_change()
         );
         assert_ne!(
-            backoff.action_for("a", ErrorClass::Transient),
+            backoff.action_for("a", Retry::Backoff),
             Action::await_change()
         );
     }

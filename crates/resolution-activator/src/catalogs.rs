@@ -12,7 +12,7 @@ use deppy_api::Catalog;
 use fbc::CatalogIndex;
 use kube::ResourceExt;
 
-use crate::selection::Selection;
+use deppy_api::Selection;
 
 /// How many parsed catalogs are kept.
 const CACHED_CATALOGS: usize = 8;

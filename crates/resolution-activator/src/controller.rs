@@ -23,7 +23,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
 use prometheus::{IntCounter, Opts, Registry};
@@ -33,13 +33,13 @@ use tokio_util::sync::CancellationToken;
 use kit::admin::Readiness;
 use kit::conditions::{ConditionUpdate, set_condition, status};
 use kit::metrics::ReconcileMetrics;
-use kit::retry::{Backoff, Classify, ErrorClass};
+use kit::retry::{Backoff, Classify, Retry};
 
 use crate::catalogs::{CatalogCache, CatalogError, find_bundle};
 use crate::classes::{ActivatorClass, Classes, Entity};
 use crate::resolve_set::{self, BuildError, HistoryEntry, RESOLUTION_LABEL};
-use crate::selection::Selection;
 use crate::{names, reasons};
+use deppy_api::Selection;
 
 /// The field manager of every write, and the Event reporter.
 pub const FIELD_MANAGER: &str = "resolution-activator";
@@ -148,8 +148,8 @@ impl Error {
 }
 
 impl Classify for Error {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Transient
+    fn retry(&self) -> Retry {
+        Retry::Backoff
     }
 
     fn label(&self) -> &'static str {
@@ -177,12 +177,8 @@ impl Context {
     /// A context for the controller.
     pub fn new(client: Client, settings: Settings, classes: Classes, metrics: Metrics) -> Self {
         let store = content::Store::new(client.clone(), &settings.catalog_namespace);
-        let reporter = Reporter {
-            controller: FIELD_MANAGER.to_owned(),
-            instance: None,
-        };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: kit::controller::recorder(client.clone(), FIELD_MANAGER),
             catalogs: CatalogCache::new(store, settings.limits),
             client,
             settings,
@@ -286,9 +282,12 @@ fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Conte
         tracing::debug!(active_resolution = %resolution.name_any(), "write conflicted; retrying");
         return Action::requeue(Duration::from_millis(200));
     }
-    tracing::warn!(active_resolution = %resolution.name_any(), error = %kit::error_chain(error), "reconcile failed");
-    ctx.backoff
-        .action_for(&format!("ar/{}", resolution.name_any()), error.class())
+    kit::controller::retry_after(
+        &ctx.backoff,
+        "ActiveResolution",
+        &resolution.name_any(),
+        error,
+    )
 }
 
 async fn reconcile(resolution: Arc<ActiveResolution>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -301,16 +300,14 @@ async fn reconcile(resolution: Arc<ActiveResolution>, ctx: Arc<Context>) -> Resu
         // Another activator's resolution, or nobody's: not ours to touch.
         return Ok(Action::await_change());
     };
-    let timer = ctx.metrics.reconcile.start("activeresolution");
-    let result = reconcile_resolution(&resolution, class.as_ref(), &ctx).await;
-    match &result {
-        Ok(_) => {
-            ctx.backoff.reset(&format!("ar/{}", resolution.name_any()));
-            timer.finish("success");
-        }
-        Err(err) => timer.finish(err.label()),
-    }
-    result
+    kit::controller::timed_and_reset(
+        &ctx.metrics.reconcile,
+        "activeresolution",
+        &ctx.backoff,
+        &resolution.name_any(),
+        reconcile_resolution(&resolution, class.as_ref(), &ctx),
+    )
+    .await
 }
 
 /// What an activation attempt came to.
@@ -814,18 +811,15 @@ async fn write_status(
             object: format!("ActiveResolution {name}"),
             source,
         })?;
-    let before = kit::conditions::find(&current.conditions, TYPE_ACTIVATED);
-    if let Some(after) = kit::conditions::find(&next.conditions, TYPE_ACTIVATED)
-        && before.is_none_or(|b| b.status != after.status || b.reason != after.reason)
-    {
-        ctx.event(
-            &resolution.object_ref(&()),
-            after.status == status::FALSE,
-            &after.reason,
-            format!("{TYPE_ACTIVATED}: {}", after.message),
-        )
-        .await;
-    }
+    // Only Activated is ours; Resolved is deppy-resolver's to announce.
+    kit::controller::announce(
+        &ctx.recorder,
+        &resolution.object_ref(&()),
+        &current.conditions,
+        &next.conditions,
+        &[TYPE_RESOLVED],
+    )
+    .await;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::classes::Entity;
-use crate::selection::Selection;
+use deppy_api::Selection;
 
 /// A bundle blob of `package` at `version` with `image`, optionally with
 /// `olm.maxOpenShiftVersion`.

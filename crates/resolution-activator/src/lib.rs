@@ -4,7 +4,7 @@
 //! For each ActiveResolution whose `deppy.io/activator-class` annotation names a
 //! class this process serves (see [`classes`]), once deppy-resolver has set `Resolved=True`:
 //!
-//! 1. every selection (`catalog:package:version:channel`, [`selection`]) is looked up in its
+//! 1. every selection (`catalog:package:version:channel`, [`deppy_api::Selection`]) is looked up in its
 //!    Catalog's content, read from Deppy's content store ([`catalogs`]);
 //! 2. the class turns each selected bundle into child BundleDeployments;
 //! 3. they are written as an immutable ResolveSet ConfigMap in RukPak's system namespace, one
@@ -23,14 +23,13 @@ pub mod classes;
 pub mod controller;
 pub mod names;
 pub mod resolve_set;
-pub mod selection;
 
 #[cfg(test)]
 mod fixtures;
 
 pub use classes::{ActivatorClass, Classes, Entity};
 pub use controller::{Context, Metrics, Settings};
-pub use selection::Selection;
+pub use deppy_api::Selection;
 
 /// The activator class `resolution` names in [`deppy_api::ACTIVATOR_CLASS_ANNOTATION`].
 pub fn activator_class(resolution: &deppy_api::ActiveResolution) -> Option<&str> {
@@ -41,18 +40,6 @@ pub fn activator_class(resolution: &deppy_api::ActiveResolution) -> Option<&str>
         .map(String::as_str)
 }
 
-/// Reasons of the `Activated` condition on ActiveResolutions (also the Event reasons).
-pub mod reasons {
-    /// The wrapper BundleDeployment points at the ResolveSet of the current selections.
-    pub const ACTIVATED: &str = "Activated";
-    /// `Resolved` is not True: nothing is changed, what is installed stays.
-    pub const NOT_RESOLVED: &str = "NotResolved";
-    /// A selection does not parse, or names no bundle in its catalog (the message names it).
-    pub const SELECTION_NOT_FOUND: &str = "SelectionNotFound";
-    /// A Catalog named by a selection is missing or its content cannot be read.
-    pub const CATALOG_UNAVAILABLE: &str = "CatalogUnavailable";
-    /// The class cannot install a selected bundle (e.g. it has no image).
-    pub const BUNDLE_UNSUPPORTED: &str = "BundleUnsupported";
-    /// Writing the ResolveSet or the wrapper failed, or another object holds the name.
-    pub const APPLY_FAILED: &str = "ApplyFailed";
-}
+/// Reasons of the `Activated` condition on ActiveResolutions (also the Event reasons); they
+/// live in the API crate, next to their condition.
+pub use deppy_api::conditions::activated as reasons;

@@ -1,8 +1,6 @@
 //! Naming of the Bundles a BundleDeployment generates from its template. rukpak-core
 //! creates them and provisioners look them up, so both must compute the same names.
 
-use sha2::{Digest, Sha256};
-
 use crate::BUNDLE_NAME_MAX;
 use crate::BundleTemplate;
 
@@ -12,8 +10,7 @@ pub fn template_hash(template: &BundleTemplate) -> String {
     // Serialising our own plain data types cannot fail; an empty string would still give
     // a stable (if meaningless) hash rather than a panic.
     let json = serde_json::to_vec(template).unwrap_or_default();
-    let digest = Sha256::digest(&json);
-    digest.iter().take(5).map(|b| format!("{b:02x}")).collect()
+    crate::names::short_hash(&json)
 }
 
 /// The name of the Bundle generated for `bundle_deployment` with template hash `hash`:

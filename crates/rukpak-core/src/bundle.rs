@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::PartialObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use content::store::Store as ContentStore;
 use kit::conditions::{ConditionUpdate, set_condition, status};
 use kit::metrics::ReconcileMetrics;
-use kit::retry::{Backoff, ErrorClass};
+use kit::retry::{Backoff, Classify, Retry};
 
 use crate::sources::{self, Prepared, SourceError};
 use crate::{UPLOADED_DIGEST_ANNOTATION, error_chain};
@@ -108,13 +108,7 @@ impl Context {
         Self {
             selector,
             store: ContentStore::new(client.clone(), namespace),
-            recorder: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: "rukpak-core".into(),
-                    instance: None,
-                },
-            ),
+            recorder: kit::controller::recorder(client.clone(), "rukpak-core"),
             client,
             namespace: namespace.to_owned(),
             unpacker: content::source::Unpacker::new(options),
@@ -132,6 +126,17 @@ pub struct Error {
     name: String,
     #[source]
     source: kube::Error,
+}
+
+impl Classify for Error {
+    /// The API server failed a status write: worth retrying.
+    fn retry(&self) -> Retry {
+        Retry::Backoff
+    }
+
+    fn label(&self) -> &'static str {
+        "status_write"
+    }
 }
 
 /// The result of one unpack attempt.
@@ -252,9 +257,7 @@ fn referrers<K: Resource>(
 }
 
 fn error_policy(bundle: Arc<Bundle>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(bundle = %bundle.name_any(), error = %error_chain(error), "bundle reconcile failed");
-    ctx.backoff
-        .action_for(&bundle.name_any(), ErrorClass::Transient)
+    kit::controller::retry_after(&ctx.backoff, "Bundle", &bundle.name_any(), error)
 }
 
 fn source_label(bundle: &Bundle) -> &'static str {
@@ -268,10 +271,16 @@ fn source_label(bundle: &Bundle) -> &'static str {
 }
 
 async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Error> {
+    kit::controller::timed_with_label(&ctx.reconciles, "bundle", unpack(&bundle, &ctx)).await
+}
+
+/// Unpacks the Bundle's source (or checks that its content is still stored) and reports
+/// the outcome in status; returns the result label for the reconcile metrics (`success`,
+/// or why unpacking failed) with the next action.
+async fn unpack(bundle: &Bundle, ctx: &Context) -> Result<(&'static str, Action), Error> {
     if bundle.meta().deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
+        return Ok((kit::controller::SUCCESS, Action::await_change()));
     }
-    let timer = ctx.reconciles.start("bundle");
     let name = bundle.name_any();
     let current = bundle.status.clone().unwrap_or_default();
     let generation = bundle.meta().generation;
@@ -287,11 +296,10 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
             Err(_) => false,
         };
         if still_stored {
-            timer.finish("success");
-            return Ok(Action::requeue(VERIFY_INTERVAL));
+            return Ok((kit::controller::SUCCESS, Action::requeue(VERIFY_INTERVAL)));
         }
         ctx.event(
-            &bundle,
+            bundle,
             true,
             "ContentMissing",
             "the unpacked content is gone from the content store; unpacking again".into(),
@@ -321,16 +329,16 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
             generation,
             &kit::conditions::now(),
         );
-        write_status(&ctx, &name, &unpacking).await?;
+        write_status(ctx, &name, &unpacking).await?;
         live = unpacking;
     }
 
     let started = Instant::now();
-    let attempt = attempt(&bundle, &ctx).await;
+    let attempt = attempt(bundle, ctx).await;
     let mut next = live.clone();
     next.observed_generation = generation;
     let now = kit::conditions::now();
-    let action = match attempt {
+    let (label, action) = match attempt {
         Attempt::Unpacked {
             content,
             resolved,
@@ -360,8 +368,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
             next.resolved_source = Some(*resolved);
             next.content = Some(content);
             ctx.backoff.reset(&name);
-            timer.finish("success");
-            Action::requeue(VERIFY_INTERVAL)
+            (kit::controller::SUCCESS, Action::requeue(VERIFY_INTERVAL))
         }
         Attempt::WaitingForUpload => {
             set_condition(
@@ -376,8 +383,7 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
                 &now,
             );
             next.phase = Some(BundlePhase::Pending);
-            timer.finish("success");
-            Action::await_change()
+            (kit::controller::SUCCESS, Action::await_change())
         }
         Attempt::Failed {
             message,
@@ -401,19 +407,19 @@ async fn reconcile(bundle: Arc<Bundle>, ctx: Arc<Context>) -> Result<Action, Err
                 &now,
             );
             next.phase = Some(BundlePhase::Failing);
-            timer.finish(reason);
-            if terminal {
+            let action = if terminal {
                 Action::await_change()
             } else {
                 Action::requeue(ctx.backoff.next_delay(&name))
-            }
+            };
+            (reason, action)
         }
     };
     if next != live {
-        announce(&ctx, &bundle, &live, &next).await;
-        write_status(&ctx, &name, &next).await?;
+        announce(ctx, bundle, &live, &next).await;
+        write_status(ctx, &name, &next).await?;
     }
-    Ok(action)
+    Ok((label, action))
 }
 
 async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {

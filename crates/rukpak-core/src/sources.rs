@@ -112,13 +112,9 @@ pub async fn prepare(
             let pull_secret = match &image.pull_secret {
                 Some(name) => {
                     let data = secret(name.clone()).await?.data.unwrap_or_default();
-                    let bytes = data
-                        .get(".dockerconfigjson")
-                        .or_else(|| data.get(".dockercfg"))
-                        .ok_or_else(|| {
-                            bad_secret(name, "it has no .dockerconfigjson key".to_owned())
-                        })?;
-                    Some(bytes.0.clone())
+                    let config = content::source::image::pull_secret_config(&data)
+                        .map_err(|reason| bad_secret(name, reason))?;
+                    Some(config)
                 }
                 None => None,
             };

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Recorder;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use rukpak_api::labels::{OWNER_KIND, OWNER_NAME, TEMPLATE_HASH};
@@ -21,9 +21,7 @@ use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
 use tokio_util::sync::CancellationToken;
 
 use kit::metrics::ReconcileMetrics;
-use kit::retry::{Backoff, ErrorClass};
-
-use crate::error_chain;
+use kit::retry::{Backoff, Classify, Retry};
 
 /// The most Bundles one BundleDeployment may have at once. A template that changes faster
 /// than Bundles unpack would otherwise create Bundles without bound.
@@ -44,13 +42,7 @@ impl Context {
     pub fn new(client: Client, metrics: ReconcileMetrics, selector: Option<String>) -> Self {
         Self {
             selector,
-            recorder: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: "rukpak-core".into(),
-                    instance: None,
-                },
-            ),
+            recorder: kit::controller::recorder(client.clone(), "rukpak-core"),
             client,
             metrics,
             backoff: Backoff::default(),
@@ -66,6 +58,17 @@ pub struct Error {
     deployment: String,
     #[source]
     source: kube::Error,
+}
+
+impl Classify for Error {
+    /// API server failures: worth retrying.
+    fn retry(&self) -> Retry {
+        Retry::Backoff
+    }
+
+    fn label(&self) -> &'static str {
+        "kube"
+    }
 }
 
 /// Runs the controller until `shutdown`.
@@ -103,9 +106,12 @@ pub async fn run(
 }
 
 fn error_policy(deployment: Arc<BundleDeployment>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(bundle_deployment = %deployment.name_any(), error = %error_chain(error), "reconcile failed");
-    ctx.backoff
-        .action_for(&deployment.name_any(), ErrorClass::Transient)
+    kit::controller::retry_after(
+        &ctx.backoff,
+        "BundleDeployment",
+        &deployment.name_any(),
+        error,
+    )
 }
 
 /// The Bundle a BundleDeployment's template asks for.
@@ -136,11 +142,20 @@ pub fn desired_bundle(deployment: &BundleDeployment) -> Option<Bundle> {
 }
 
 async fn reconcile(deployment: Arc<BundleDeployment>, ctx: Arc<Context>) -> Result<Action, Error> {
+    kit::controller::timed(
+        &ctx.metrics,
+        "bundledeployment",
+        generate_bundle(&deployment, &ctx),
+    )
+    .await
+}
+
+/// Creates the Bundle of the current template and deletes the Bundles nothing needs.
+async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result<Action, Error> {
     if deployment.meta().deletion_timestamp.is_some() {
         // The Bundles go with it through their owner references.
         return Ok(Action::await_change());
     }
-    let timer = ctx.metrics.start("bundledeployment");
     let name = deployment.name_any();
     let fail = |verb: &'static str| {
         let name = name.clone();
@@ -151,7 +166,7 @@ async fn reconcile(deployment: Arc<BundleDeployment>, ctx: Arc<Context>) -> Resu
         }
     };
     let bundles: Api<Bundle> = Api::all(ctx.client.clone());
-    let Some(desired) = desired_bundle(&deployment) else {
+    let Some(desired) = desired_bundle(deployment) else {
         // No uid yet: a watch event will follow.
         return Ok(Action::await_change());
     };
@@ -172,11 +187,10 @@ async fn reconcile(deployment: Arc<BundleDeployment>, ctx: Arc<Context>) -> Resu
             .filter(|b| Some(b.name_any()) != active)
             .count();
         if others >= MAX_GENERATED_BUNDLES {
-            ctx.event(&deployment, "TooManyBundles", format!(
+            ctx.event(deployment, "TooManyBundles", format!(
                 "{} Bundles are waiting to be installed; not creating {desired_name} until the provisioner catches up",
                 others
             )).await;
-            timer.finish("too_many_bundles");
             return Ok(Action::requeue(std::time::Duration::from_secs(30)));
         }
         match bundles.create(&PostParams::default(), &desired).await {
@@ -217,7 +231,6 @@ async fn reconcile(deployment: Arc<BundleDeployment>, ctx: Arc<Context>) -> Resu
         }
     }
     ctx.backoff.reset(&name);
-    timer.finish("success");
     Ok(Action::await_change())
 }
 

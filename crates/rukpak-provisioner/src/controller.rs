@@ -10,7 +10,7 @@ use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Recorder;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use kit::admin::Readiness;
 use kit::metrics::ReconcileMetrics;
-use kit::retry::{Backoff, Classify, ErrorClass};
+use kit::retry::{Backoff, Classify, Retry};
 
 use crate::apply::{Applier, ApplyError, ApplyReport, ApplyRequest};
 use crate::drift::DriftWatches;
@@ -148,8 +148,8 @@ pub enum Error {
 }
 
 impl Classify for Error {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Transient
+    fn retry(&self) -> Retry {
+        Retry::Backoff
     }
 
     fn label(&self) -> &'static str {
@@ -173,13 +173,12 @@ impl<F: BundleFormat> Context<F> {
         metrics: ReconcileMetrics,
         drift: DriftWatches,
     ) -> Self {
-        let reporter = Reporter {
-            controller: format!("{}-provisioner", format.provisioner_id()),
-            instance: None,
-        };
         Self {
             store: content::store::Store::new(client.clone(), &settings.system_namespace),
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: kit::controller::recorder(
+                client.clone(),
+                &format!("{}-provisioner", format.provisioner_id()),
+            ),
             client,
             config,
             format,
@@ -268,16 +267,20 @@ fn error_policy<F: BundleFormat>(
     error: &Error,
     ctx: Arc<Context<F>>,
 ) -> Action {
-    tracing::warn!(bundle_deployment = %deployment.name_any(), error = %error_chain(error), "reconcile failed");
-    ctx.backoff
-        .action_for(&deployment.name_any(), error.class())
+    kit::controller::retry_after(
+        &ctx.backoff,
+        "BundleDeployment",
+        &deployment.name_any(),
+        error,
+    )
 }
 
 async fn reconcile<F: BundleFormat>(
     deployment: Arc<BundleDeployment>,
     ctx: Arc<Context<F>>,
 ) -> Result<Action, Error> {
-    // Only BundleDeployments whose class this provisioner serves.
+    // Only BundleDeployments whose class this provisioner serves; the others are not
+    // reconciles of this controller, and not counted as such.
     let classes: Api<ProvisionerClass> = Api::all(ctx.client.clone());
     let class = classes
         .get_opt(&deployment.spec.provisioner_class_name)
@@ -293,34 +296,32 @@ async fn reconcile<F: BundleFormat>(
     if class.is_none_or(|c| c.spec.provisioner != ctx.format.provisioner_id()) {
         return Ok(Action::await_change());
     }
-    let timer = ctx.metrics.start("bundledeployment");
-    let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
-    let name = deployment.name_any();
-    let result = finalizer(&api, FINALIZER, deployment, |event| async {
-        match event {
-            Finalizer::Apply(deployment) => apply(&deployment, &ctx).await,
-            Finalizer::Cleanup(deployment) => cleanup(&deployment, &ctx).await,
+    kit::controller::timed(&ctx.metrics, "bundledeployment", async {
+        let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
+        let name = deployment.name_any();
+        let result = finalizer(&api, FINALIZER, deployment, |event| async {
+            match event {
+                Finalizer::Apply(deployment) => apply(&deployment, &ctx).await,
+                Finalizer::Cleanup(deployment) => cleanup(&deployment, &ctx).await,
+            }
+        })
+        .await;
+        match result {
+            // The object went away between the cleanup and the finalizer's removal (another
+            // finalizer was last, or the cleanup of a stale request): the work is done.
+            Err(kube::runtime::finalizer::Error::RemoveFinalizer(kube::Error::Api(status)))
+                if status.code == 404 =>
+            {
+                Ok(Action::await_change())
+            }
+            Ok(action) => {
+                ctx.backoff.reset(&name);
+                Ok(action)
+            }
+            Err(err) => Err(Error::Finalizer(name, Box::new(err))),
         }
     })
-    .await;
-    let result = match result {
-        // The object went away between the cleanup and the finalizer's removal (another
-        // finalizer was last, or the cleanup of a stale request): the work is done.
-        Err(kube::runtime::finalizer::Error::RemoveFinalizer(kube::Error::Api(status)))
-            if status.code == 404 =>
-        {
-            Ok(Action::await_change())
-        }
-        other => other.map_err(|err| Error::Finalizer(name.clone(), Box::new(err))),
-    };
-    match &result {
-        Ok(_) => {
-            ctx.backoff.reset(&name);
-            timer.finish("success");
-        }
-        Err(err) => timer.finish(err.label()),
-    }
-    result
+    .await
 }
 
 async fn apply<F: BundleFormat>(
@@ -623,32 +624,22 @@ async fn load<F: BundleFormat>(
         .map_err(|err| error_chain(&err))
 }
 
-/// Emits an Event for each condition whose status or reason changed.
+/// Emits an Event for each condition whose status or reason changed. Progressing is a
+/// running commentary on the others (and False is good news for it): not Events.
 async fn announce<F: BundleFormat>(
     deployment: &BundleDeployment,
     ctx: &Context<F>,
     before: &BundleDeploymentStatus,
     after: &BundleDeploymentStatus,
 ) {
-    for condition in &after.conditions {
-        // Progressing is a running commentary on the others (and False is good news for
-        // it): its changes are not Events of their own.
-        if condition.type_ == rukpak_api::conditions::TYPE_PROGRESSING {
-            continue;
-        }
-        let previous = kit::conditions::find(&before.conditions, &condition.type_);
-        if previous.is_some_and(|p| p.status == condition.status && p.reason == condition.reason) {
-            continue;
-        }
-        let warning = condition.status == kit::conditions::status::FALSE;
-        ctx.event(
-            deployment,
-            warning,
-            &condition.reason,
-            format!("{}: {}", condition.type_, condition.message),
-        )
-        .await;
-    }
+    kit::controller::announce(
+        &ctx.recorder,
+        &deployment.object_ref(&()),
+        &before.conditions,
+        &after.conditions,
+        &[rukpak_api::conditions::TYPE_PROGRESSING],
+    )
+    .await;
 }
 
 async fn cleanup<F: BundleFormat>(

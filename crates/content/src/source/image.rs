@@ -666,6 +666,23 @@ fn classify(name: &str, err: OciDistributionError) -> ImageError {
     }
 }
 
+/// The keys of a pull Secret's data that hold registry credentials, in the order they are
+/// looked for: `kubernetes.io/dockerconfigjson` Secrets, then legacy `kubernetes.io/dockercfg`.
+pub const PULL_SECRET_KEYS: [&str; 2] = [".dockerconfigjson", ".dockercfg"];
+
+/// The registry credentials of a pull Secret (the value of its first
+/// [`PULL_SECRET_KEYS`] key), for [`ImageSource::pull_secret`]; the error is a sentence
+/// for the user.
+pub fn pull_secret_config(
+    data: &BTreeMap<String, k8s_openapi::ByteString>,
+) -> Result<Vec<u8>, String> {
+    PULL_SECRET_KEYS
+        .iter()
+        .find_map(|key| data.get(*key))
+        .map(|bytes| bytes.0.clone())
+        .ok_or_else(|| "it has neither a .dockerconfigjson nor a .dockercfg key".to_owned())
+}
+
 /// Credentials for `registry` from a `.dockerconfigjson` (`{"auths": {...}}`) or legacy
 /// `.dockercfg` (the map itself). No entry for the registry means anonymous access.
 fn registry_auth(secret: &[u8], registry: &str) -> Result<RegistryAuth, String> {
@@ -739,6 +756,19 @@ mod tests {
             RegistryAuth::Basic(user, password) => (user, password),
             other => panic!("expected basic auth, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_pull_secret_of_either_type_gives_its_credentials() {
+        let data =
+            |key: &str| BTreeMap::from([(key.to_owned(), k8s_openapi::ByteString(b"{}".to_vec()))]);
+        assert_eq!(
+            pull_secret_config(&data(".dockerconfigjson")).unwrap(),
+            b"{}"
+        );
+        assert_eq!(pull_secret_config(&data(".dockercfg")).unwrap(), b"{}");
+        let missing = pull_secret_config(&data("token")).unwrap_err();
+        assert!(missing.contains("neither a .dockerconfigjson nor a .dockercfg"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition, status};
-use kit::retry::{Classify, ErrorClass};
+use kit::retry::{Classify, Retry};
 
 use super::{Context, error_chain};
 use crate::{Constraint, NamedCatalog, Request, ResolveError, Resolver};
@@ -47,8 +47,8 @@ impl Error {
 }
 
 impl Classify for Error {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Transient
+    fn retry(&self) -> Retry {
+        Retry::Backoff
     }
 
     fn label(&self) -> &'static str {
@@ -99,22 +99,29 @@ fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Conte
         tracing::debug!(active_resolution = %resolution.name_any(), "status write conflicted; retrying");
         return Action::requeue(std::time::Duration::from_millis(200));
     }
-    tracing::warn!(active_resolution = %resolution.name_any(), error = %error_chain(error), "reconcile failed");
-    ctx.backoff
-        .action_for(&format!("ar/{}", resolution.name_any()), error.class())
+    kit::controller::retry_after(
+        &ctx.backoff,
+        "ActiveResolution",
+        &backoff_key(&resolution),
+        error,
+    )
+}
+
+/// The backoff key of an ActiveResolution: the Catalog controller shares the backoff, and
+/// the two kinds' names may collide.
+fn backoff_key(resolution: &ActiveResolution) -> String {
+    format!("ar/{}", resolution.name_any())
 }
 
 async fn reconcile(resolution: Arc<ActiveResolution>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let timer = ctx.metrics.reconcile.start("activeresolution");
-    let result = reconcile_resolution(&resolution, &ctx).await;
-    match &result {
-        Ok(_) => {
-            ctx.backoff.reset(&format!("ar/{}", resolution.name_any()));
-            timer.finish("success");
-        }
-        Err(err) => timer.finish(err.label()),
-    }
-    result
+    kit::controller::timed_and_reset(
+        &ctx.metrics.reconcile,
+        "activeresolution",
+        &ctx.backoff,
+        &backoff_key(&resolution),
+        reconcile_resolution(&resolution, &ctx),
+    )
+    .await
 }
 
 /// The outcome of one resolution, before it becomes status.

@@ -23,12 +23,9 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition, status};
-use kit::retry::{Classify, ErrorClass};
+use kit::retry::{Classify, Retry};
 
 use super::{Context, ServedCatalog, error_chain};
-
-/// The key of a pull secret's registry credentials.
-const DOCKER_CONFIG_JSON: &str = ".dockerconfigjson";
 
 /// A failed Catalog reconcile; always retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -53,8 +50,8 @@ pub(crate) enum Error {
 }
 
 impl Classify for Error {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Transient
+    fn retry(&self) -> Retry {
+        Retry::Backoff
     }
 
     fn label(&self) -> &'static str {
@@ -118,21 +115,20 @@ pub(super) async fn run(
 }
 
 fn error_policy(catalog: Arc<Catalog>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(catalog = %catalog.name_any(), error = %error_chain(error), "reconcile failed");
-    ctx.backoff.action_for(&catalog.name_any(), error.class())
+    kit::controller::retry_after(&ctx.backoff, "Catalog", &catalog.name_any(), error)
 }
 
 async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let timer = ctx.metrics.reconcile.start("catalog");
-    let result = reconcile_catalog(&catalog, &ctx).await;
+    let result = kit::controller::timed(
+        &ctx.metrics.reconcile,
+        "catalog",
+        reconcile_catalog(&catalog, &ctx),
+    )
+    .await;
     ctx.reconciled
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(catalog.name_any());
-    match &result {
-        Ok(_) => timer.finish("success"),
-        Err(err) => timer.finish(err.label()),
-    }
     result
 }
 
@@ -484,7 +480,7 @@ async fn fetch(
     }
 }
 
-/// The pull secret's `.dockerconfigjson`; the inner error is a message for the user.
+/// The pull secret's registry credentials; the inner error is a message for the user.
 async fn read_pull_secret(ctx: &Context, name: &str) -> Result<Result<Vec<u8>, String>, Error> {
     let namespace = &ctx.settings.system_namespace;
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
@@ -495,13 +491,10 @@ async fn read_pull_secret(ctx: &Context, name: &str) -> Result<Result<Vec<u8>, S
     })?;
     Ok(match secret {
         None => Err(format!("pull secret {namespace}/{name} not found")),
-        Some(secret) => secret
-            .data
-            .and_then(|mut data| data.remove(DOCKER_CONFIG_JSON))
-            .map(|bytes| bytes.0)
-            .ok_or_else(|| {
-                format!("pull secret {namespace}/{name} has no {DOCKER_CONFIG_JSON} key")
-            }),
+        Some(secret) => {
+            content::source::image::pull_secret_config(&secret.data.unwrap_or_default())
+                .map_err(|reason| format!("pull secret {namespace}/{name} is unusable: {reason}"))
+        }
     })
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use fbc::CatalogIndex;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -186,18 +186,6 @@ impl Context {
         let _ = self.changed.try_send(());
     }
 
-    async fn event(&self, reference: &ObjectReference, warning: bool, reason: &str, note: String) {
-        kit::events::publish(
-            &self.recorder,
-            reference,
-            warning,
-            reason,
-            "Reconcile",
-            note,
-        )
-        .await;
-    }
-
     /// Emits an Event for each condition whose status or reason changed.
     async fn announce(
         &self,
@@ -205,22 +193,7 @@ impl Context {
         before: &[deppy_api::Condition],
         after: &[deppy_api::Condition],
     ) {
-        for condition in after {
-            let previous = kit::conditions::find(before, &condition.type_);
-            if previous
-                .is_some_and(|p| p.status == condition.status && p.reason == condition.reason)
-            {
-                continue;
-            }
-            let warning = condition.status == kit::conditions::status::FALSE;
-            self.event(
-                reference,
-                warning,
-                &condition.reason,
-                format!("{}: {}", condition.type_, condition.message),
-            )
-            .await;
-        }
+        kit::controller::announce(&self.recorder, reference, before, after, &[]).await;
     }
 }
 
@@ -235,14 +208,10 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let (changed, notices) = mpsc::channel(1);
-    let reporter = Reporter {
-        controller: "deppy-resolver".to_owned(),
-        instance: None,
-    };
     let ctx = Arc::new(Context {
         store: content::store::Store::new(client.clone(), &settings.system_namespace),
         unpacker: content::Unpacker::new(settings.unpack.clone()),
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: kit::controller::recorder(client.clone(), "deppy-resolver"),
         client,
         settings,
         catalogs,

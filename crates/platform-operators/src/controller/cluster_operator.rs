@@ -22,7 +22,7 @@ use kube::{Api, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use kit::retry::{Classify, ErrorClass};
+use kit::retry::{Classify, Retry};
 use platform_api::{
     AGGREGATED_CLUSTER_OPERATOR, CLUSTER_VERSION_NAME, ClusterOperator, ClusterOperatorSpec,
     ClusterVersion, MAX_OPENSHIFT_VERSION_ANNOTATION,
@@ -56,8 +56,8 @@ impl Error {
 }
 
 impl Classify for Error {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Transient
+    fn retry(&self) -> Retry {
+        Retry::Backoff
     }
 
     fn label(&self) -> &'static str {
@@ -154,10 +154,17 @@ async fn reconcile_loop(ctx: &Context, mut notices: mpsc::Receiver<()>) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         while notices.try_recv().is_ok() {}
 
-        let timer = ctx.metrics.reconcile.start(KEY);
-        match reconcile(ctx).await {
+        let result = kit::controller::timed_with_label(&ctx.metrics.reconcile, KEY, async {
+            let outcome = reconcile(ctx).await?;
+            let label = match outcome {
+                Outcome::ApiMissing => "api_missing",
+                _ => kit::controller::SUCCESS,
+            };
+            Ok::<_, Error>((label, outcome))
+        })
+        .await;
+        match result {
             Ok(Outcome::ApiMissing) => {
-                timer.finish("api_missing");
                 if !api_missing {
                     tracing::warn!(
                         recheck = ?ctx.settings.api_recheck,
@@ -169,7 +176,6 @@ async fn reconcile_loop(ctx: &Context, mut notices: mpsc::Receiver<()>) {
                 delay = ctx.settings.api_recheck;
             }
             Ok(outcome) => {
-                timer.finish("success");
                 ctx.backoff.reset(KEY);
                 if api_missing {
                     tracing::info!("the ClusterOperator API is installed now");
@@ -187,7 +193,6 @@ async fn reconcile_loop(ctx: &Context, mut notices: mpsc::Receiver<()>) {
                 delay = ctx.settings.resync;
             }
             Err(err) => {
-                timer.finish(err.label());
                 delay = if err.is_conflict() {
                     tracing::debug!(error = %error_chain(&err), "ClusterOperator write conflicted; retrying");
                     Duration::from_millis(200)

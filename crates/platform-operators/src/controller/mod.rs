@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -196,13 +196,7 @@ pub async fn run(
         synced_tx.send_replace(true);
     };
     let ctx = Arc::new(Context {
-        recorder: Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: MANAGER.to_owned(),
-                instance: None,
-            },
-        ),
+        recorder: kit::controller::recorder(client.clone(), MANAGER),
         client,
         settings,
         caches,

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition};
-use kit::retry::{Classify, ErrorClass};
+use kit::retry::{Classify, Retry};
 use platform_api::conditions::{TYPE_INSTALLED, reasons};
 use platform_api::{ActiveBundleDeployment, PlatformOperator, PlatformOperatorStatus};
 use rukpak_api::BundleDeployment;
@@ -66,10 +66,10 @@ impl Error {
 }
 
 impl Classify for Error {
-    fn class(&self) -> ErrorClass {
+    fn retry(&self) -> Retry {
         match self {
-            Self::ForeignResolution(_) | Self::NoUid(_) => ErrorClass::InvalidSpec,
-            _ => ErrorClass::Transient,
+            Self::ForeignResolution(_) | Self::NoUid(_) => Retry::WaitForChange,
+            _ => Retry::Backoff,
         }
     }
 
@@ -159,8 +159,7 @@ fn error_policy(operator: Arc<PlatformOperator>, error: &Error, ctx: Arc<Context
         tracing::debug!(platform_operator = %operator.name_any(), "status write conflicted; retrying");
         return Action::requeue(Duration::from_millis(200));
     }
-    tracing::warn!(platform_operator = %operator.name_any(), error = %error_chain(error), "reconcile failed");
-    ctx.backoff.action_for(&key, error.class())
+    kit::controller::retry_after(&ctx.backoff, "PlatformOperator", &key, error)
 }
 
 async fn reconcile(operator: Arc<PlatformOperator>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -169,16 +168,14 @@ async fn reconcile(operator: Arc<PlatformOperator>, ctx: Arc<Context>) -> Result
     if !ctx.caches_synced().await {
         return Ok(Action::await_change());
     }
-    let timer = ctx.metrics.reconcile.start("platformoperator");
-    let result = reconcile_operator(&operator, &ctx).await;
-    match &result {
-        Ok(_) => {
-            ctx.backoff.reset(&format!("po/{}", operator.name_any()));
-            timer.finish("success");
-        }
-        Err(err) => timer.finish(err.label()),
-    }
-    result
+    kit::controller::timed_and_reset(
+        &ctx.metrics.reconcile,
+        "platformoperator",
+        &ctx.backoff,
+        &format!("po/{}", operator.name_any()),
+        reconcile_operator(&operator, &ctx),
+    )
+    .await
 }
 
 async fn reconcile_operator(operator: &PlatformOperator, ctx: &Context) -> Result<Action, Error> {
@@ -449,24 +446,24 @@ async fn announce(
     after: &PlatformOperatorStatus,
     ctx: &Context,
 ) {
-    let Some(condition) = kit::conditions::find(&after.conditions, TYPE_INSTALLED) else {
-        return;
-    };
-    let previous = kit::conditions::find(&before.conditions, TYPE_INSTALLED);
-    if previous.is_some_and(|p| p.status == condition.status && p.reason == condition.reason) {
-        return;
+    for condition in kit::controller::changed_conditions(&before.conditions, &after.conditions, &[])
+    {
+        if condition.type_ != TYPE_INSTALLED {
+            continue;
+        }
+        // Waiting for a resolution or an install is not a warning.
+        let warning = condition.status == kit::conditions::status::FALSE
+            && !status::is_pending_reason(&condition.reason);
+        kit::events::publish(
+            &ctx.recorder,
+            &operator.object_ref(&()),
+            warning,
+            &condition.reason,
+            "Reconcile",
+            format!("{}: {}", condition.type_, condition.message),
+        )
+        .await;
     }
-    let warning = condition.status == kit::conditions::status::FALSE
-        && !status::is_pending_reason(&condition.reason);
-    kit::events::publish(
-        &ctx.recorder,
-        &operator.object_ref(&()),
-        warning,
-        &condition.reason,
-        "Reconcile",
-        format!("{}: {}", condition.type_, condition.message),
-    )
-    .await;
 }
 
 #[cfg(test)]
@@ -611,7 +608,7 @@ mod tests {
             err.to_string(),
             "failed to adopt ActiveResolution memcached: it exists and is not owned by PlatformOperator memcached"
         );
-        assert_eq!(err.class(), ErrorClass::InvalidSpec);
+        assert_eq!(err.retry(), Retry::WaitForChange);
         assert_eq!(err.label(), "foreign_resolution");
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rukpak_api::BundleDeployment;
 
-use crate::selection::Selection;
+use deppy_api::Selection;
 
 pub use platform_operator::PlatformOperatorClass;
 

@@ -1,5 +1,6 @@
 //! Selections as `ActiveResolution.status.selections` lists them:
-//! `catalog:package:version:channel`.
+//! `catalog:package:version:channel`. deppy-resolver writes them and resolution-activator
+//! reads them: this type is the contract between the two.
 
 use std::fmt;
 use std::str::FromStr;
