@@ -280,22 +280,75 @@ impl Applier {
         }))
     }
 
-    /// Applies the bundle: see the module docs for the order of steps.
+    /// Applies the bundle: resolve every object's kind → read what exists → preflight (pure:
+    /// collisions, CRD upgrade safety, order; nothing is written when it fails) → dry-run
+    /// every write → apply in phases, waiting for CRDs after the foundations → prune what
+    /// the previous bundle had and this one does not.
     pub async fn apply(&self, request: ApplyRequest) -> Result<ApplyReport, ApplyError> {
-        let mut cache = HashMap::new();
         self.report(ApplyStep::Checking {
             objects: request.objects.len(),
         });
+        let (ready, deferred) = self.resolve_objects(&request).await?;
+        let live = self.read_live(&ready).await?;
+        let plan = preflight(&request.owner, request.collision_protection, ready, &live)?;
+
+        // A refusal (forbidden to the impersonated account, invalid) stops the install before
+        // the first real write. Objects in namespaces this bundle creates can only be tried
+        // once those exist, right after the foundations.
+        let params = PatchParams::apply(&Self::field_manager(&request.owner)).force();
+        let dry_run = PatchParams {
+            dry_run: true,
+            ..params.clone()
+        };
+        for item in plan.dry_run_first(&live) {
+            self.patch(item, &dry_run).await?;
+        }
+
+        let mut report = ApplyReport::default();
+        self.write_foundations(&plan, &live, &params, &mut report)
+            .await?;
+        // Custom resources of the bundle's own CRDs resolve now that those are served.
+        let late = self.resolve_deferred(&request, deferred).await?;
+        for item in plan
+            .rest
+            .iter()
+            .filter(|r| plan.in_new_namespace(r))
+            .chain(late.iter())
+        {
+            self.patch(item, &dry_run).await?;
+        }
+        let mut rest = plan.rest;
+        rest.extend(late);
+        sort_for_apply(&mut rest, |r| &r.key);
+        self.write_in_phases(&rest, &live, &params, &mut report)
+            .await?;
+
+        let mut applied: Vec<ObjectKey> = plan
+            .foundations
+            .iter()
+            .chain(rest.iter())
+            .map(|r| r.key.clone())
+            .collect();
+        sort_for_apply(&mut applied, |k| k);
+        report.inventory = applied.iter().map(InventoryEntry::from).collect();
+        self.prune(&request, &applied, &mut report).await?;
+        Ok(report)
+    }
+
+    /// Resolves every object whose kind is served; the rest (returned second) must be
+    /// custom resources of a CRD in this bundle and wait for it.
+    async fn resolve_objects(
+        &self,
+        request: &ApplyRequest,
+    ) -> Result<(Vec<Resolved>, Vec<DynamicObject>), ApplyError> {
+        let mut seen = HashMap::new();
         let bundle_crds: Vec<(String, String)> =
             request.objects.iter().filter_map(crd_group_kind).collect();
-
-        // 1. Resolve every object whose kind is served; the rest must be defined by a CRD
-        //    of this bundle and wait for it.
         let mut ready = Vec::new();
         let mut deferred = Vec::new();
         for object in request.objects.clone() {
             let key = ObjectKey::of(&object);
-            match self.resolve(&request, object.clone(), &mut cache).await? {
+            match self.resolve(request, object.clone(), &mut seen).await? {
                 Some(resolved) => ready.push(resolved),
                 None if bundle_crds
                     .iter()
@@ -311,12 +364,40 @@ impl Applier {
                 }
             }
         }
+        Ok((ready, deferred))
+    }
 
-        // 2. Before any write: collisions and CRD upgrade safety, all reported at once.
-        let mut live: HashMap<ObjectKey, DynamicObject> = HashMap::new();
-        let mut collisions = Vec::new();
-        let mut violations = Vec::new();
-        for item in &ready {
+    /// Resolves the objects [`Self::resolve_objects`] deferred, once the bundle's CRDs are
+    /// established; a kind still not served is an error.
+    async fn resolve_deferred(
+        &self,
+        request: &ApplyRequest,
+        deferred: Vec<DynamicObject>,
+    ) -> Result<Vec<Resolved>, ApplyError> {
+        let mut seen = HashMap::new();
+        let mut late = Vec::new();
+        for object in deferred {
+            let key = ObjectKey::of(&object);
+            match self.resolve(request, object, &mut seen).await? {
+                Some(resolved) => late.push(resolved),
+                None => {
+                    return Err(ApplyError::UnknownKind {
+                        api_version: key.api_version(),
+                        kind: key.kind,
+                    });
+                }
+            }
+        }
+        Ok(late)
+    }
+
+    /// The live copy of every object that exists.
+    async fn read_live(
+        &self,
+        ready: &[Resolved],
+    ) -> Result<HashMap<ObjectKey, DynamicObject>, ApplyError> {
+        let mut live = HashMap::new();
+        for item in ready {
             let api = self.api(&item.resource, item.key.namespace.as_deref());
             let existing =
                 api.get_opt(&item.key.name)
@@ -325,110 +406,51 @@ impl Applier {
                         object: item.key.clone(),
                         source,
                     })?;
-            let Some(existing) = existing else { continue };
-            if let Some(collision) = collision::check(
-                &request.owner,
-                request.collision_protection,
-                &item.key,
-                &existing.metadata,
-            ) {
-                collisions.push(collision);
+            if let Some(existing) = existing {
+                live.insert(item.key.clone(), existing);
             }
-            if is_crd(&item.key)
-                && let (Ok(old), Ok(new)) = (to_crd(&existing), to_crd(&item.object))
-            {
-                violations.extend(crd_safety::check(&old, &new));
-            }
-            live.insert(item.key.clone(), existing);
         }
-        if !collisions.is_empty() {
-            return Err(ApplyError::Collisions(collisions));
-        }
-        if !violations.is_empty() {
-            return Err(ApplyError::UnsafeCrdUpgrade(violations));
-        }
+        Ok(live)
+    }
 
-        // 3. Dry-run every object that needs a write: a refusal (forbidden to the
-        //    impersonated account, invalid) stops the install before the first real write.
-        //    Objects in namespaces this bundle creates can only be tried once those exist,
-        //    right after the foundations.
-        let mut report = ApplyReport::default();
-        sort_for_apply(&mut ready, |r| &r.key);
-        let params = PatchParams::apply(&Self::field_manager(&request.owner)).force();
-        let dry_run = PatchParams {
-            dry_run: true,
-            ..params.clone()
-        };
-        let new_namespaces: HashSet<String> = ready
-            .iter()
-            .filter(|r| {
-                r.key.group.is_empty() && r.key.kind == "Namespace" && !live.contains_key(&r.key)
-            })
-            .map(|r| r.key.name.clone())
-            .collect();
-        let in_new_namespace = |r: &Resolved| {
-            r.key
-                .namespace
-                .as_ref()
-                .is_some_and(|ns| new_namespaces.contains(ns))
-        };
-        for item in ready
-            .iter()
-            .filter(|r| !in_new_namespace(r) && needs_write(r, live.get(&r.key)))
-        {
-            self.patch(item, &dry_run).await?;
-        }
-
-        // 4. Apply in phases; after the foundations, wait for CRDs and resolve the custom
-        //    resources they define.
-        let (foundations, rest): (Vec<Resolved>, Vec<Resolved>) = ready
-            .into_iter()
-            .partition(|r| phase_of(&r.key) == Phase::Foundations);
-        if !foundations.is_empty() {
+    /// Writes the namespaces and CRDs, then waits until those CRDs are established.
+    async fn write_foundations(
+        &self,
+        plan: &Plan,
+        live: &HashMap<ObjectKey, DynamicObject>,
+        params: &PatchParams,
+        report: &mut ApplyReport,
+    ) -> Result<(), ApplyError> {
+        if !plan.foundations.is_empty() {
             self.report(ApplyStep::Writing {
                 phase: Phase::Foundations,
-                objects: foundations.len(),
+                objects: plan.foundations.len(),
             });
         }
-        for item in &foundations {
-            self.write(item, live.get(&item.key), &params, &mut report)
+        for item in &plan.foundations {
+            self.write(item, live.get(&item.key), params, report)
                 .await?;
         }
-        let crds = foundations.iter().filter(|r| is_crd(&r.key)).count();
+        let crds = plan.foundations.iter().filter(|r| is_crd(&r.key)).count();
         if crds > 0 {
             self.report(ApplyStep::WaitingForCrds { crds });
         }
-        for item in foundations.iter().filter(|r| is_crd(&r.key)) {
+        for item in plan.foundations.iter().filter(|r| is_crd(&r.key)) {
             self.wait_established(&item.key.name).await?;
         }
-        let mut rest = rest;
-        let mut late = Vec::new();
-        if !deferred.is_empty() {
-            cache.clear();
-            for object in deferred {
-                let key = ObjectKey::of(&object);
-                match self.resolve(&request, object, &mut cache).await? {
-                    Some(resolved) => late.push(resolved),
-                    None => {
-                        return Err(ApplyError::UnknownKind {
-                            api_version: key.api_version(),
-                            kind: key.kind,
-                        });
-                    }
-                }
-            }
-        }
-        for item in rest
-            .iter()
-            .filter(|r| in_new_namespace(r))
-            .chain(late.iter())
-        {
-            self.patch(item, &dry_run).await?;
-        }
-        rest.extend(late);
-        sort_for_apply(&mut rest, |r| &r.key);
+        Ok(())
+    }
+
+    /// Writes `rest` (in apply order), reporting each phase as it starts.
+    async fn write_in_phases(
+        &self,
+        rest: &[Resolved],
+        live: &HashMap<ObjectKey, DynamicObject>,
+        params: &PatchParams,
+        report: &mut ApplyReport,
+    ) -> Result<(), ApplyError> {
         let mut phase = None;
-        for item in &rest {
+        for item in rest {
             let this = phase_of(&item.key);
             if phase != Some(this) {
                 phase = Some(this);
@@ -437,24 +459,25 @@ impl Applier {
                     objects: rest.iter().filter(|r| phase_of(&r.key) == this).count(),
                 });
             }
-            self.write(item, live.get(&item.key), &params, &mut report)
+            self.write(item, live.get(&item.key), params, report)
                 .await?;
         }
-        let mut applied: Vec<ObjectKey> = foundations
-            .iter()
-            .chain(rest.iter())
-            .map(|r| r.key.clone())
-            .collect();
-        sort_for_apply(&mut applied, |k| k);
-        report.inventory = applied.iter().map(InventoryEntry::from).collect();
+        Ok(())
+    }
 
-        // 5. Prune what the previous bundle had and this one does not.
+    /// Removes what the previous bundle had and `applied` does not (see [`stale`]).
+    async fn prune(
+        &self,
+        request: &ApplyRequest,
+        applied: &[ObjectKey],
+        report: &mut ApplyReport,
+    ) -> Result<(), ApplyError> {
         let previous: Vec<ObjectKey> = request
             .previous_inventory
             .iter()
             .map(ObjectKey::from)
             .collect();
-        let stale = stale(&previous, &applied);
+        let stale = stale(&previous, applied);
         if !stale.is_empty() {
             self.report(ApplyStep::Pruning {
                 objects: stale.len(),
@@ -467,7 +490,7 @@ impl Applier {
                 Removal::Gone => {}
             }
         }
-        Ok(report)
+        Ok(())
     }
 
     /// Patches one object unless the live copy already holds every desired field.
@@ -756,6 +779,88 @@ impl Applier {
 }
 
 /// Whether `item` must be written: it is missing, or a field we set has drifted.
+/// What preflight decided: the objects in apply order, split at the foundations.
+struct Plan {
+    /// Namespaces and CRDs, written (and the CRDs established) before anything else.
+    foundations: Vec<Resolved>,
+    /// Every other object whose kind is served now, in apply order.
+    rest: Vec<Resolved>,
+    /// Namespaces this bundle creates: objects in them cannot be dry-run before they exist.
+    new_namespaces: HashSet<String>,
+}
+
+impl Plan {
+    fn in_new_namespace(&self, item: &Resolved) -> bool {
+        item.key
+            .namespace
+            .as_ref()
+            .is_some_and(|ns| self.new_namespaces.contains(ns))
+    }
+
+    /// What to dry-run before the first write: every object that needs a write, except
+    /// those in namespaces this bundle creates.
+    fn dry_run_first<'a>(
+        &'a self,
+        live: &'a HashMap<ObjectKey, DynamicObject>,
+    ) -> impl Iterator<Item = &'a Resolved> + 'a {
+        self.foundations
+            .iter()
+            .chain(self.rest.iter())
+            .filter(move |r| !self.in_new_namespace(r) && needs_write(r, live.get(&r.key)))
+    }
+}
+
+/// Decides, before any write, whether `owner` may apply `ready` over what exists (`live`):
+/// every collision and every unsafe CRD change is reported at once; otherwise the plan, in
+/// apply order. Pure.
+// The engine's one error type, as every (async) step returns it; boxing it here alone
+// would buy nothing.
+#[allow(clippy::result_large_err)]
+fn preflight(
+    owner: &str,
+    policy: CollisionProtection,
+    mut ready: Vec<Resolved>,
+    live: &HashMap<ObjectKey, DynamicObject>,
+) -> Result<Plan, ApplyError> {
+    let mut collisions = Vec::new();
+    let mut violations = Vec::new();
+    for item in &ready {
+        let Some(existing) = live.get(&item.key) else {
+            continue;
+        };
+        if let Some(collision) = collision::check(owner, policy, &item.key, &existing.metadata) {
+            collisions.push(collision);
+        }
+        if is_crd(&item.key)
+            && let (Ok(old), Ok(new)) = (to_crd(existing), to_crd(&item.object))
+        {
+            violations.extend(crd_safety::check(&old, &new));
+        }
+    }
+    if !collisions.is_empty() {
+        return Err(ApplyError::Collisions(collisions));
+    }
+    if !violations.is_empty() {
+        return Err(ApplyError::UnsafeCrdUpgrade(violations));
+    }
+    sort_for_apply(&mut ready, |r| &r.key);
+    let new_namespaces = ready
+        .iter()
+        .filter(|r| {
+            r.key.group.is_empty() && r.key.kind == "Namespace" && !live.contains_key(&r.key)
+        })
+        .map(|r| r.key.name.clone())
+        .collect();
+    let (foundations, rest) = ready
+        .into_iter()
+        .partition(|r| phase_of(&r.key) == Phase::Foundations);
+    Ok(Plan {
+        foundations,
+        rest,
+        new_namespaces,
+    })
+}
+
 fn needs_write(item: &Resolved, live: Option<&DynamicObject>) -> bool {
     let Some(live) = live else { return true };
     match (
@@ -801,4 +906,136 @@ fn crd_group_kind(object: &DynamicObject) -> Option<(String, String)> {
         spec.get("group")?.as_str()?.to_owned(),
         spec.get("names")?.get("kind")?.as_str()?.to_owned(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::owner_labels;
+
+    /// An object as resolve() leaves it: kind resolved, namespace defaulted, owner labels.
+    fn resolved(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Resolved {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": api_version, "kind": kind,
+            "metadata": { "name": name, "namespace": namespace, "labels": owner_labels("mine") },
+            "data": { "key": "value" }
+        }))
+        .unwrap();
+        let key = ObjectKey::of(&object);
+        let gvk = GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
+        Resolved {
+            key,
+            resource: ApiResource::from_gvk(&gvk),
+            object,
+        }
+    }
+
+    /// What the cluster holds for `item`, labelled as owned by `owner`.
+    fn live_copy(item: &Resolved, owner: Option<&str>) -> DynamicObject {
+        let mut object = item.object.clone();
+        object.metadata.labels = owner.map(owner_labels);
+        object
+    }
+
+    fn crd(name: &str, scope: &str) -> Resolved {
+        let (plural, group) = name.split_once('.').unwrap();
+        let mut item = resolved(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            name,
+        );
+        item.object.data = json!({ "spec": {
+            "group": group, "scope": scope,
+            "names": { "kind": "Widget", "plural": plural },
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object" } } }]
+        }});
+        item
+    }
+
+    fn names(items: &[Resolved]) -> Vec<&str> {
+        items.iter().map(|r| r.key.name.as_str()).collect()
+    }
+
+    #[test]
+    fn the_plan_puts_foundations_first_and_the_rest_in_apply_order() {
+        let ready = vec![
+            resolved("apps/v1", "Deployment", Some("team"), "operator"),
+            resolved("v1", "ConfigMap", Some("team"), "settings"),
+            crd("widgets.example.com", "Namespaced"),
+            resolved("v1", "ServiceAccount", Some("team"), "operator"),
+            resolved("v1", "Namespace", None, "team"),
+        ];
+        let plan = preflight("mine", CollisionProtection::Prevent, ready, &HashMap::new()).unwrap();
+        assert_eq!(names(&plan.foundations), ["team", "widgets.example.com"]);
+        assert_eq!(names(&plan.rest), ["operator", "settings", "operator"]);
+        assert_eq!(plan.rest[0].key.kind, "ServiceAccount");
+        assert_eq!(plan.new_namespaces, HashSet::from(["team".to_owned()]));
+    }
+
+    #[test]
+    fn objects_in_new_namespaces_and_unchanged_objects_are_not_dry_run_first() {
+        let unchanged = resolved("v1", "ConfigMap", Some("existing"), "same");
+        let changed = resolved("v1", "ConfigMap", Some("existing"), "changed");
+        let mut live = HashMap::new();
+        live.insert(unchanged.key.clone(), live_copy(&unchanged, Some("mine")));
+        let mut old = live_copy(&changed, Some("mine"));
+        old.data = json!({ "data": { "key": "old" } });
+        live.insert(changed.key.clone(), old);
+        let ready = vec![
+            resolved("v1", "Namespace", None, "fresh"),
+            resolved("v1", "ConfigMap", Some("fresh"), "inside"),
+            unchanged,
+            changed,
+        ];
+        let plan = preflight("mine", CollisionProtection::Prevent, ready, &live).unwrap();
+        let first: Vec<&str> = plan
+            .dry_run_first(&live)
+            .map(|r| r.key.name.as_str())
+            .collect();
+        assert_eq!(first, ["fresh", "changed"]);
+        // "inside" waits for its namespace; it is dry-run right after the foundations.
+        let waiting: Vec<&str> = plan
+            .rest
+            .iter()
+            .filter(|r| plan.in_new_namespace(r))
+            .map(|r| r.key.name.as_str())
+            .collect();
+        assert_eq!(waiting, ["inside"]);
+    }
+
+    #[test]
+    fn every_collision_is_reported_at_once_and_nothing_is_planned() {
+        let theirs = resolved("v1", "ConfigMap", Some("ns"), "theirs");
+        let unmanaged = resolved("v1", "Secret", Some("ns"), "unmanaged");
+        let mine = resolved("v1", "ConfigMap", Some("ns"), "mine");
+        let mut live = HashMap::new();
+        live.insert(theirs.key.clone(), live_copy(&theirs, Some("other")));
+        live.insert(unmanaged.key.clone(), live_copy(&unmanaged, None));
+        live.insert(mine.key.clone(), live_copy(&mine, Some("mine")));
+        let Err(ApplyError::Collisions(collisions)) = preflight(
+            "mine",
+            CollisionProtection::Prevent,
+            vec![theirs, unmanaged, mine],
+            &live,
+        ) else {
+            panic!("collisions were not refused");
+        };
+        let held: Vec<&str> = collisions.iter().map(|c| c.object.name.as_str()).collect();
+        assert_eq!(held, ["theirs", "unmanaged"]);
+        assert!(collisions[0].holder.contains("BundleDeployment other"));
+    }
+
+    #[test]
+    fn an_unsafe_crd_upgrade_is_refused_before_any_write() {
+        let desired = crd("widgets.example.com", "Cluster");
+        let existing = live_copy(&crd("widgets.example.com", "Namespaced"), Some("mine"));
+        let live = HashMap::from([(desired.key.clone(), existing)]);
+        let refused = preflight("mine", CollisionProtection::Prevent, vec![desired], &live);
+        let Err(ApplyError::UnsafeCrdUpgrade(violations)) = refused else {
+            panic!("the scope change was not refused");
+        };
+        assert_eq!(violations[0].crd, "widgets.example.com");
+    }
 }

@@ -392,20 +392,9 @@ async fn install<F: BundleFormat>(
     else {
         return Ok(Outcome::BundleMissing { bundle });
     };
-    let status = found.status.clone().unwrap_or_default();
-    let unpacked = kit::conditions::find(&status.conditions, TYPE_UNPACKED);
-    let Some(content_ref) = status
-        .content
-        .clone()
-        .filter(|_| status.phase == Some(BundlePhase::Unpacked))
-    else {
-        return Ok(Outcome::BundleNotUnpacked {
-            failed: unpacked.is_some_and(|c| c.reason == UNPACK_FAILED),
-            message: unpacked
-                .map(|c| c.message.clone())
-                .unwrap_or_else(|| "unpacking has not started".to_owned()),
-            bundle,
-        });
+    let content_ref = match unpacked_content(&bundle, found.status.as_ref()) {
+        Ok(content_ref) => content_ref,
+        Err(outcome) => return Ok(outcome),
     };
     let files = match load(ctx, &content_ref).await {
         Ok(files) => files,
@@ -449,7 +438,52 @@ async fn install<F: BundleFormat>(
         }
     };
     let warnings = warnings.take();
-    for warning in &warnings {
+    announce_apply(ctx, deployment, &warnings, &report.kept).await;
+    let overall = judge_health(ctx, &report.inventory).await;
+    Ok(Outcome::Installed {
+        bundle,
+        inventory: report.inventory,
+        healthy: overall.is_healthy(),
+        health_message: overall.message().unwrap_or_default().to_owned(),
+        warnings,
+        kept: report
+            .kept
+            .iter()
+            .map(|(key, reason)| format!("{key}: {reason}"))
+            .collect(),
+    })
+}
+
+/// The content of the Bundle `bundle` (with `status`), or the outcome that says why there is
+/// none yet. Pure.
+fn unpacked_content(
+    bundle: &str,
+    status: Option<&rukpak_api::BundleStatus>,
+) -> Result<rukpak_api::ContentRef, Outcome> {
+    let status = status.cloned().unwrap_or_default();
+    let unpacked = kit::conditions::find(&status.conditions, TYPE_UNPACKED);
+    status
+        .content
+        .clone()
+        .filter(|_| status.phase == Some(BundlePhase::Unpacked))
+        .ok_or_else(|| Outcome::BundleNotUnpacked {
+            failed: unpacked.is_some_and(|c| c.reason == UNPACK_FAILED),
+            message: unpacked
+                .map(|c| c.message.clone())
+                .unwrap_or_else(|| "unpacking has not started".to_owned()),
+            bundle: bundle.to_owned(),
+        })
+}
+
+/// Events for what an apply left for a person to know: the API server's warnings and the
+/// objects kept instead of pruned.
+async fn announce_apply<F: BundleFormat>(
+    ctx: &Context<F>,
+    deployment: &BundleDeployment,
+    warnings: &[String],
+    kept: &[(ObjectKey, String)],
+) {
+    for warning in warnings {
         ctx.event(
             deployment,
             true,
@@ -458,7 +492,7 @@ async fn install<F: BundleFormat>(
         )
         .await;
     }
-    for (key, reason) in &report.kept {
+    for (key, reason) in kept {
         ctx.event(
             deployment,
             false,
@@ -467,9 +501,15 @@ async fn install<F: BundleFormat>(
         )
         .await;
     }
-    // Watch every kind applied, then judge health from the live objects.
+}
+
+/// Watches every kind applied (drift), then judges health from the live objects.
+async fn judge_health<F: BundleFormat>(
+    ctx: &Context<F>,
+    inventory: &[rukpak_api::InventoryEntry],
+) -> Health {
     let mut verdicts = Vec::new();
-    for entry in &report.inventory {
+    for entry in inventory {
         let key = ObjectKey::from(entry);
         let gvk = kube::core::GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
         let Ok(Some((resource, _))) = ctx.kinds.resolve(&ctx.client, &gvk).await else {
@@ -487,19 +527,7 @@ async fn install<F: BundleFormat>(
         };
         verdicts.push((key.to_string(), verdict));
     }
-    let overall = health::aggregate(verdicts);
-    Ok(Outcome::Installed {
-        bundle,
-        inventory: report.inventory,
-        healthy: overall.is_healthy(),
-        health_message: overall.message().unwrap_or_default().to_owned(),
-        warnings,
-        kept: report
-            .kept
-            .iter()
-            .map(|(key, reason)| format!("{key}: {reason}"))
-            .collect(),
-    })
+    health::aggregate(verdicts)
 }
 
 /// Runs the apply; once it has taken [`SHOW_PROGRESS_AFTER`], writes each step it starts
@@ -667,3 +695,43 @@ async fn cleanup<F: BundleFormat>(
 }
 
 pub use kit::error_chain;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(value: serde_json::Value) -> rukpak_api::BundleStatus {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn only_an_unpacked_bundle_has_content_and_otherwise_its_own_message_is_shown() {
+        let unpacked = status(serde_json::json!({
+            "phase": "Unpacked",
+            "content": { "digest": format!("sha256:{}", "0".repeat(64)), "size": 1, "chunks": 1 }
+        }));
+        assert!(unpacked_content("b", Some(&unpacked)).is_ok());
+
+        let failing = status(serde_json::json!({
+            "phase": "Failing",
+            "conditions": [{ "type": "Unpacked", "status": "False", "reason": "UnpackFailed",
+                "message": "refused to connect", "lastTransitionTime": "2026-01-01T00:00:00Z" }]
+        }));
+        assert_eq!(
+            unpacked_content("b", Some(&failing)).unwrap_err(),
+            Outcome::BundleNotUnpacked {
+                bundle: "b".into(),
+                failed: true,
+                message: "refused to connect".into()
+            }
+        );
+        assert_eq!(
+            unpacked_content("b", None).unwrap_err(),
+            Outcome::BundleNotUnpacked {
+                bundle: "b".into(),
+                failed: false,
+                message: "unpacking has not started".into()
+            }
+        );
+    }
+}

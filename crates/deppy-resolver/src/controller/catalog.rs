@@ -200,45 +200,16 @@ async fn reconcile_catalog(catalog: &Catalog, ctx: &Context) -> Result<Action, E
                 generation,
                 &now,
             );
-            match parse(&content, ctx) {
-                Err(message) => {
-                    if ctx.catalogs.remove(&name) {
-                        ctx.notify_catalogs_changed();
-                    }
-                    next.content = None;
-                    next.packages = None;
-                    next.bundles = None;
-                    set(
-                        &mut next,
-                        TYPE_SERVING,
-                        status::FALSE,
-                        reasons::INVALID_CATALOG,
-                        &message,
-                        generation,
-                        &now,
-                    );
-                }
-                Ok(index) => {
-                    // Content read back from the store is there already; fetched content is
-                    // written even when the status names the same digest, because the store
-                    // may have lost it (or belong to another system namespace).
-                    if polled {
-                        next.content = Some(store(catalog, ctx, &content).await?);
-                    }
-                    let index = Arc::new(index);
-                    set_serving(&mut next, &index, generation, &now);
-                    ctx.catalogs.insert(
-                        &name,
-                        ServedCatalog {
-                            index,
-                            priority,
-                            resolved_source,
-                            source_key,
-                        },
-                    );
-                    ctx.notify_catalogs_changed();
-                }
-            }
+            serve(
+                catalog,
+                ctx,
+                &content,
+                resolved_source,
+                polled,
+                &mut next,
+                &now,
+            )
+            .await?;
         }
         Fetched::Failed { message, retry } => {
             set(
@@ -271,36 +242,106 @@ async fn reconcile_catalog(catalog: &Catalog, ctx: &Context) -> Result<Action, E
     }
 
     if next != current {
-        ctx.announce(
-            &catalog.object_ref(&()),
-            &current.conditions,
-            &next.conditions,
-        )
-        .await;
-        // Every field spelled out: absent ones must become null, which a merge patch of the
-        // serialised status (skipping `None`s) would not do.
-        let patch = serde_json::json!({ "status": {
-            "resolvedSource": next.resolved_source,
-            "content": next.content,
-            "packages": next.packages,
-            "bundles": next.bundles,
-            "lastPolled": next.last_polled,
-            "observedGeneration": next.observed_generation,
-            "conditions": next.conditions,
-        } });
-        Api::<Catalog>::all(ctx.client.clone())
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| Error::Kube {
-                verb: "update the status of",
-                object: format!("Catalog {name}"),
-                source,
-            })?;
+        write_status(catalog, ctx, &current, &next).await?;
     }
     if kit::conditions::is_true(&next.conditions, TYPE_UNPACKED, generation) {
         ctx.backoff.reset(&name);
     }
     Ok(requeue)
+}
+
+/// Announces condition changes and writes `next` as the Catalog's status.
+async fn write_status(
+    catalog: &Catalog,
+    ctx: &Context,
+    current: &CatalogStatus,
+    next: &CatalogStatus,
+) -> Result<(), Error> {
+    let name = catalog.name_any();
+    ctx.announce(
+        &catalog.object_ref(&()),
+        &current.conditions,
+        &next.conditions,
+    )
+    .await;
+    // Every field spelled out: absent ones must become null, which a merge patch of the
+    // serialised status (skipping `None`s) would not do.
+    let patch = serde_json::json!({ "status": {
+        "resolvedSource": next.resolved_source,
+        "content": next.content,
+        "packages": next.packages,
+        "bundles": next.bundles,
+        "lastPolled": next.last_polled,
+        "observedGeneration": next.observed_generation,
+        "conditions": next.conditions,
+    } });
+    Api::<Catalog>::all(ctx.client.clone())
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "update the status of",
+            object: format!("Catalog {name}"),
+            source,
+        })?;
+    Ok(())
+}
+
+/// Parses fetched `content` and serves it (storing it when it was fetched rather than read
+/// back from the store), or stops serving the catalog when it does not parse; records the
+/// outcome on `next`.
+async fn serve(
+    catalog: &Catalog,
+    ctx: &Context,
+    content: &content::Content,
+    resolved_source: String,
+    polled: bool,
+    next: &mut CatalogStatus,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> Result<(), Error> {
+    let name = catalog.name_any();
+    let generation = catalog.meta().generation;
+    let priority = catalog.spec.priority.unwrap_or(0);
+    let source_key = serde_json::to_string(&catalog.spec.source).unwrap_or_default();
+    match parse(content, ctx) {
+        Err(message) => {
+            if ctx.catalogs.remove(&name) {
+                ctx.notify_catalogs_changed();
+            }
+            next.content = None;
+            next.packages = None;
+            next.bundles = None;
+            set(
+                next,
+                TYPE_SERVING,
+                status::FALSE,
+                reasons::INVALID_CATALOG,
+                &message,
+                generation,
+                now,
+            );
+        }
+        Ok(index) => {
+            // Content read back from the store is there already; fetched content is
+            // written even when the status names the same digest, because the store
+            // may have lost it (or belong to another system namespace).
+            if polled {
+                next.content = Some(store(catalog, ctx, content).await?);
+            }
+            let index = Arc::new(index);
+            set_serving(next, &index, generation, now);
+            ctx.catalogs.insert(
+                &name,
+                ServedCatalog {
+                    index,
+                    priority,
+                    resolved_source,
+                    source_key,
+                },
+            );
+            ctx.notify_catalogs_changed();
+        }
+    }
+    Ok(())
 }
 
 /// Sets a condition; a shorthand that keeps the call sites on one line each.
