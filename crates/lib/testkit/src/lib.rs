@@ -139,7 +139,7 @@ where
 /// A path relative to the workspace root (e.g. `deploy/crds`).
 pub fn workspace_path(relative: impl AsRef<Path>) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
+        .join("../../..")
         .join(relative)
 }
 
