@@ -1,8 +1,8 @@
 //! The plain+v0 bundle format: a flat `manifests/` directory of YAML or JSON files, each
 //! holding one or more objects, at least one object in all.
 
+use apply_engine::manifest::{ManifestError, parse_documents};
 use kube::api::DynamicObject;
-use rukpak_provisioner::manifest::{ManifestError, parse_documents};
 
 /// The directory that holds a plain bundle's manifests.
 pub const MANIFESTS_DIR: &str = "manifests";

@@ -1,11 +1,11 @@
 //! The plain+v0 provisioner: installs bundles that are a flat `manifests/` directory of
-//! Kubernetes objects, through the shared apply engine (`rukpak-provisioner`).
+//! Kubernetes objects, through the shared apply engine (`apply-engine`).
 
 pub mod format;
 
+use apply_engine::controller::BundleFormat;
 use kube::api::DynamicObject;
 use rukpak_api::BundleDeployment;
-use rukpak_provisioner::controller::BundleFormat;
 
 /// The provisioner id of plain+v0 bundles.
 pub const PROVISIONER_ID: &str = rukpak_api::PLAIN_PROVISIONER_CLASS;

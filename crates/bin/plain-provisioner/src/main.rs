@@ -3,9 +3,9 @@
 
 use std::process::ExitCode;
 
+use apply_engine::run::RunArgs;
 use clap::{Parser, Subcommand};
 use plain_provisioner::PlainFormat;
-use rukpak_provisioner::run::RunArgs;
 
 /// Installs plain+v0 bundles (a flat manifests/ directory of Kubernetes objects).
 #[derive(Debug, Parser)]

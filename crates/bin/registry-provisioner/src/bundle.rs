@@ -169,7 +169,7 @@ pub fn read<'a>(
     for (path, bytes) in manifests {
         // Editors on Windows start files with a byte order mark; YAML allows it.
         let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
-        for object in rukpak_provisioner::manifest::parse_documents(path, bytes)? {
+        for object in apply_engine::manifest::parse_documents(path, bytes)? {
             let is_csv = object
                 .types
                 .as_ref()

@@ -1,6 +1,6 @@
 //! Errors of the registry+v1 conversion.
 
-use rukpak_provisioner::manifest::ManifestError;
+use apply_engine::manifest::ManifestError;
 
 /// Why a registry+v1 bundle could not be converted into plain objects.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The registry+v1 provisioner: converts OLM operator bundles (a ClusterServiceVersion,
 //! CRDs and other manifests under `manifests/`, `metadata/annotations.yaml`) into plain
-//! Kubernetes objects, without a cluster, for the shared apply engine (`rukpak-provisioner`).
+//! Kubernetes objects, without a cluster, for the shared apply engine (`apply-engine`).
 //!
 //! The conversion follows operator-controller's registry+v1 rules (see
 //! [`objects`] for the output order and naming scheme, [`install_modes`] for namespaces).
@@ -15,9 +15,9 @@ pub mod install_modes;
 pub mod objects;
 pub mod render;
 
+use apply_engine::controller::{BundleFormat, Plan};
 use kube::api::DynamicObject;
 use rukpak_api::BundleDeployment;
-use rukpak_provisioner::controller::{BundleFormat, Plan};
 
 pub use error::ConvertError;
 

@@ -9,9 +9,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use apply_engine::run::RunArgs;
 use clap::{Args, Parser, Subcommand};
 use registry_provisioner::{Options, RegistryFormat, render};
-use rukpak_provisioner::run::RunArgs;
 
 /// Installs OLM registry+v1 operator bundles, or renders them offline.
 #[derive(Debug, Parser)]

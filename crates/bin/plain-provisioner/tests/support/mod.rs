@@ -7,14 +7,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apply_engine::controller::{self, Context, Settings};
+use apply_engine::drift::DriftWatches;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use plain_provisioner::PlainFormat;
 use rukpak_api::{Bundle, BundleDeployment, ServiceAccountRef, bundle_name, template_hash};
-use rukpak_provisioner::controller::{self, Context, Settings};
-use rukpak_provisioner::drift::DriftWatches;
 use serde_json::json;
 use testkit::{unique_name, wait_for};
 

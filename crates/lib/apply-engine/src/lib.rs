@@ -4,6 +4,8 @@
 //! - [`apply`]: the engine: ordered server-side apply, collisions and CRD safety checked
 //!   before the first write, inventory, prune, and deletion that keeps user data;
 //! - [`identity`]: who a BundleDeployment applies as, published for the admission policy;
+//! - [`kinds`]: discovery, asked once per kind and shared by every reconcile;
+//! - [`run`]: the `run` command and process every provisioner binary shares;
 //! - [`warnings`]: API server warnings returned while applying;
 //! - [`subset`]: the drift test that keeps steady-state resyncs free of writes;
 //! - [`manifest`]: parse bundle manifests into objects;

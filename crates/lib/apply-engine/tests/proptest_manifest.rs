@@ -5,8 +5,8 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use apply_engine::manifest::parse_documents;
 use proptest::prelude::*;
-use rukpak_provisioner::manifest::parse_documents;
 
 /// Cases per property: `PROPTEST_CASES` overrides.
 const CASES: u32 = 512;
