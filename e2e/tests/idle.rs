@@ -13,9 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -34,40 +32,13 @@ const WINDOW: Duration = Duration::from_secs(60);
 /// Time for the last writes of an install (status, Events) to finish before the window.
 const SETTLE: Duration = Duration::from_secs(15);
 
-/// The audit log the local control plane (hack/cluster) writes next to its kubeconfig.
-fn audit_log() -> PathBuf {
-    let kubeconfig = std::env::var_os("KUBECONFIG").expect("KUBECONFIG names the test cluster");
-    let log = PathBuf::from(kubeconfig).with_file_name("audit.log");
-    assert!(
-        log.is_file(),
-        "no audit log at {}: run against a cluster of hack/cluster, which audits every request",
-        log.display()
-    );
-    log
-}
-
 /// Requests per binary (by the `<binary>/<version>` user agent every controller sends)
-/// whose audit record falls in `[from, to]`.
+/// received in `[from, to]`.
 fn requests_by_binary(from: Timestamp, to: Timestamp) -> BTreeMap<&'static str, u64> {
     let mut counts: BTreeMap<&'static str, u64> =
         Component::ALL.iter().map(|c| (c.binary(), 0)).collect();
-    let file = std::fs::File::open(audit_log()).unwrap();
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line.unwrap();
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        let Some(at) = event["requestReceivedTimestamp"]
-            .as_str()
-            .and_then(|t| Timestamp::from_str(t).ok())
-        else {
-            continue;
-        };
-        if at < from || at > to {
-            continue;
-        }
-        let agent = event["userAgent"].as_str().unwrap_or_default();
-        let binary = agent.split('/').next().unwrap_or_default();
+    for request in testkit::audit::requests(from, to) {
+        let binary = request.user_agent.split('/').next().unwrap_or_default();
         if let Some(count) = counts.get_mut(binary) {
             *count += 1;
         }

@@ -858,3 +858,49 @@ async fn a_long_install_shows_the_step_in_flight_then_settles() {
     );
     wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
 }
+
+#[tokio::test]
+async fn a_failing_apply_is_retried_on_the_backoff_schedule_not_in_a_loop() {
+    let client = setup().await;
+    let name = unique_name("collides");
+    let ns = testkit::TestNamespace::create(&client, "collides").await;
+    // Someone else's ConfigMap where the bundle wants one: every apply fails on the
+    // collision, before any write.
+    let taken = unique_name("taken");
+    let existing: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": taken, "namespace": ns.name() }, "data": { "key": "theirs" }
+    }))
+    .unwrap();
+    ns.api::<ConfigMap>()
+        .create(&PostParams::default(), &existing)
+        .await
+        .unwrap();
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[("cm.yaml", configmap(ns.name(), &taken, "mine"))],
+    )
+    .await;
+    let message = wait_condition(&client, &name, TYPE_INSTALLED, "False").await;
+    assert!(message.contains("already exists"), "{message}");
+
+    // Every attempt reads the colliding object once. With a backoff starting at about 1 s
+    // and doubling, 20 s hold at most 6 attempts; a retry loop makes dozens.
+    let from = k8s_openapi::jiff::Timestamp::now();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let to = k8s_openapi::jiff::Timestamp::now();
+    let attempts = testkit::audit::requests(from, to)
+        .iter()
+        .filter(|r| {
+            r.verb == "get"
+                && r.resource.as_deref() == Some("configmaps")
+                && r.name.as_deref() == Some(taken.as_str())
+        })
+        .count();
+    eprintln!("a colliding apply was attempted {attempts} times in 20 s");
+    assert!(
+        (1..=6).contains(&attempts),
+        "{attempts} apply attempts in 20 s (want 1 to 6: exponential backoff)"
+    );
+    ns.delete().await;
+}

@@ -314,10 +314,9 @@ async fn reconcile<F: BundleFormat>(
             {
                 Ok(Action::await_change())
             }
-            Ok(action) => {
-                ctx.backoff.reset(&name);
-                Ok(action)
-            }
+            // Each step resets the backoff itself, after a success: an apply failure is an
+            // Ok outcome (reported in status) that must keep backing off.
+            Ok(action) => Ok(action),
             Err(err) => Err(Error::Finalizer(name, Box::new(err))),
         }
     })
@@ -354,6 +353,9 @@ async fn apply<F: BundleFormat>(
                 object: format!("BundleDeployment {name}"),
                 source,
             })?;
+    }
+    if !matches!(outcome, Outcome::ApplyFailed { .. }) {
+        ctx.backoff.reset(&name);
     }
     Ok(match outcome {
         Outcome::Paused => Action::await_change(),
@@ -691,6 +693,7 @@ async fn cleanup<F: BundleFormat>(
         )
         .await;
     }
+    ctx.backoff.reset(&name);
     Ok(Action::await_change())
 }
 

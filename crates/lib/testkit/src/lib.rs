@@ -8,6 +8,7 @@
 //! errors.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod audit;
 pub mod examples;
 pub mod servers;
 pub mod stack;
