@@ -162,6 +162,12 @@ pub struct ActiveResolutionStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<ResolvedEntity>,
 
+    /// Deprecation notices (the catalogs' `olm.deprecations`) that apply to the selected
+    /// bundles: one entry per selection that has any, sorted by package. Kept, like
+    /// `selections`, while a later spec does not resolve.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deprecations: Vec<SelectionDeprecation>,
+
     /// The generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -171,6 +177,28 @@ pub struct ActiveResolutionStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "api_common::conditions_schema")]
     pub conditions: Vec<Condition>,
+}
+
+/// The deprecation notices that apply to one selected bundle: its package's, the channel's
+/// it was selected through, and its own. At least one is set.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectionDeprecation {
+    /// The selected bundle's package.
+    pub package: String,
+    /// The channel it was selected through.
+    pub channel: String,
+    /// The selected bundle's name.
+    pub bundle: String,
+    /// The catalog's message when the whole package is deprecated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_message: Option<String>,
+    /// The catalog's message when the channel is deprecated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_message: Option<String>,
+    /// The catalog's message when the bundle is deprecated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle_message: Option<String>,
 }
 
 /// One installable unit of a resolution.

@@ -9,7 +9,7 @@ pub mod selection;
 
 pub use active_resolution::{
     ActiveResolution, ActiveResolutionSpec, ActiveResolutionStatus, Constraint, GvkRequirement,
-    InstalledPackage, PackageRequirement, ProhibitedPackage, ResolvedEntity,
+    InstalledPackage, PackageRequirement, ProhibitedPackage, ResolvedEntity, SelectionDeprecation,
 };
 pub use api_common::{Condition, ContentRef, SecretRef};
 pub use catalog::{

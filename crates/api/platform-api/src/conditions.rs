@@ -3,6 +3,45 @@
 /// PlatformOperator: whether the package is installed.
 pub const TYPE_INSTALLED: &str = "Installed";
 
+/// PlatformOperator: whether the installation is moving towards what the spec asks for.
+pub const TYPE_PROGRESSING: &str = "Progressing";
+
+/// PlatformOperator `Progressing` reasons.
+pub mod progressing {
+    /// `True`: resolving, unpacking or applying what the spec asks for.
+    pub const INSTALLING: &str = "Installing";
+    /// `False`: what the spec asks for is installed.
+    pub const SUCCEEDED: &str = "Succeeded";
+    /// `False`: something is installed and the spec asks for a version the catalog's
+    /// upgrade graph does not lead to from it; the installed version keeps running and the
+    /// message names it and the versions that are reachable.
+    pub const UPGRADE_BLOCKED: &str = "UpgradeBlocked";
+    /// `False`: something is installed and the spec cannot be resolved for another reason
+    /// (a catalog unavailable, an invalid spec); the installed version keeps running.
+    pub const RESOLUTION_FAILED: &str = "ResolutionFailed";
+    /// `False`: not moving: `Installed` says what failed.
+    pub const FAILED: &str = "Failed";
+}
+
+/// PlatformOperator: whether the catalog deprecates anything about the selected bundle of
+/// the PlatformOperator's package (its package, channel or bundle).
+pub const TYPE_DEPRECATED: &str = "Deprecated";
+/// PlatformOperator: whether the catalog deprecates the whole package.
+pub const TYPE_PACKAGE_DEPRECATED: &str = "PackageDeprecated";
+/// PlatformOperator: whether the catalog deprecates the channel the bundle was selected
+/// through.
+pub const TYPE_CHANNEL_DEPRECATED: &str = "ChannelDeprecated";
+/// PlatformOperator: whether the catalog deprecates the selected bundle.
+pub const TYPE_BUNDLE_DEPRECATED: &str = "BundleDeprecated";
+
+/// Reasons of the four deprecation conditions.
+pub mod deprecation {
+    /// `True`: the catalog publishes a deprecation notice; the message is the catalog's.
+    pub const DEPRECATED: &str = "Deprecated";
+    /// `False`: no notice.
+    pub const NOT_DEPRECATED: &str = "NotDeprecated";
+}
+
 /// PlatformOperator `Installed` reasons (upstream's names). Reasons copied from the
 /// BundleDeployment (e.g. `UnpackFailed`) appear too.
 pub mod reasons {
@@ -40,6 +79,10 @@ pub mod cluster_operator {
         pub const PLATFORM_OPERATOR_ERROR: &str = "PlatformOperatorError";
         /// At least one PlatformOperator is still installing.
         pub const PLATFORM_OPERATORS_INSTALLING: &str = "PlatformOperatorsInstalling";
+        /// Nothing is installing, and at least one PlatformOperator keeps running its
+        /// installed version because its spec asks for one the upgrade graph does not
+        /// reach (or cannot be resolved).
+        pub const PLATFORM_OPERATOR_UPGRADE_BLOCKED: &str = "PlatformOperatorUpgradeBlocked";
         /// An installed bundle's `olm.maxOpenShiftVersion` does not allow the next minor
         /// version of the cluster.
         pub const INCOMPATIBLE_OPERATORS_INSTALLED: &str = "IncompatibleOperatorsInstalled";

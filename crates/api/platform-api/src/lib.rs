@@ -17,7 +17,8 @@ pub use cluster_version::{
     UpdateHistory,
 };
 pub use platform_operator::{
-    ActiveBundleDeployment, Package, PlatformOperator, PlatformOperatorSpec, PlatformOperatorStatus,
+    ActiveBundleDeployment, InstalledBundle, Package, PlatformOperator, PlatformOperatorSpec,
+    PlatformOperatorStatus, UpgradeConstraintPolicy,
 };
 
 /// The PlatformOperator API group.
@@ -35,6 +36,17 @@ pub const PACKAGE_NAME_MAX: usize = 56;
 /// property (written by the resolution activator's PlatformOperator class, read by the
 /// aggregated ClusterOperator controller to compute `Upgradeable`).
 pub const MAX_OPENSHIFT_VERSION_ANNOTATION: &str = "platform.openshift.io/max-openshift-version";
+
+/// Annotation on a child BundleDeployment's template (so also on the Bundles made from it)
+/// naming the package the bundle belongs to. Written by the resolution activator's
+/// PlatformOperator class; read back by platform-operators to learn what is installed.
+pub const PACKAGE_ANNOTATION: &str = "platform.openshift.io/package";
+
+/// Annotation next to [`PACKAGE_ANNOTATION`]: the bundle's version as the catalog lists it.
+/// Once the Bundle of that template is the active one, this version is what is installed,
+/// and the PlatformOperator's next resolution may only stay there or move along the
+/// catalog's upgrade graph from it.
+pub const BUNDLE_VERSION_ANNOTATION: &str = "platform.openshift.io/bundle-version";
 
 /// The name base of the child BundleDeployment that installs `package` for a
 /// PlatformOperator (before fitting to the BundleDeployment name limit): `package-<package>`.

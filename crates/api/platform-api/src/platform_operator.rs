@@ -56,9 +56,33 @@ pub struct Package {
     pub channel: Option<String>,
 
     /// Acceptable versions, e.g. `>=1.2.0 <2.0.0`; the newest in the channel when empty.
+    /// Once something is installed, a new version is only taken when the catalog's upgrade
+    /// graph leads to it from the installed one (see `upgradeConstraintPolicy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub version_range: Option<String>,
+
+    /// How an installed version may change. `CatalogProvided` (the default): only to a
+    /// direct successor the catalog declares (`replaces`, `skips` or `skipRange`), so a
+    /// narrower `versionRange`, a new channel head that does not replace the installed
+    /// bundle, or a catalog that drops it never downgrades or jumps the running operator;
+    /// the PlatformOperator reports `Progressing=False` with reason `UpgradeBlocked`
+    /// instead. `SelfCertified`: any version in `versionRange` and `channel`, downgrades
+    /// included; the administrator vouches that the move is safe. Dependencies the
+    /// resolution brought in always follow their own upgrade graph. The CRD upgrade
+    /// safety check applies either way.
+    #[serde(default)]
+    pub upgrade_constraint_policy: UpgradeConstraintPolicy,
+}
+
+/// See [`Package::upgrade_constraint_policy`].
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+pub enum UpgradeConstraintPolicy {
+    /// Follow the catalog's upgrade graph from the installed version.
+    #[default]
+    CatalogProvided,
+    /// Any version in range and channel, downgrades included.
+    SelfCertified,
 }
 
 /// Observed state of a PlatformOperator.
@@ -73,11 +97,30 @@ pub struct PlatformOperatorStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
+    /// The bundles running for this PlatformOperator, by package (its own package and
+    /// the dependencies its resolution brought in): what the next resolution starts from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub installed_bundles: Vec<InstalledBundle>,
+
     /// `Installed`, with reasons SourceFailed, UnpackPending, InstallPending,
-    /// InstallFailed, InstallSuccessful, or a reason copied from the BundleDeployment.
+    /// InstallFailed, InstallSuccessful, or a reason copied from the BundleDeployment;
+    /// `Progressing`, with reasons Installing (True), Succeeded, UpgradeBlocked,
+    /// ResolutionFailed and Failed (False).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "api_common::conditions_schema")]
     pub conditions: Vec<Condition>,
+}
+
+/// A bundle that is installed: its package and version, as the catalog listed them.
+#[derive(
+    Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Default, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct InstalledBundle {
+    /// Package name.
+    pub package: String,
+    /// Version.
+    pub version: String,
 }
 
 /// Names the BundleDeployment a PlatformOperator manages.

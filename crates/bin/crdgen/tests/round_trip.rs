@@ -387,6 +387,14 @@ async fn an_active_resolution_with_every_constraint_kind_round_trips() {
             package: "etcd".into(),
             image: "registry.example/etcd-bundle@sha256:0".into(),
         }],
+        deprecations: vec![deppy_api::SelectionDeprecation {
+            package: "etcd".into(),
+            channel: "stable".into(),
+            bundle: "etcd.v1.2.0".into(),
+            package_message: None,
+            channel_message: Some("stable is frozen: use fast".into()),
+            bundle_message: Some("1.2.0 is affected by a data-loss bug".into()),
+        }],
         observed_generation: Some(1),
         conditions: vec![condition("Resolved", "True", "Succeeded")],
     };
@@ -402,6 +410,7 @@ async fn a_platform_operator_round_trips() {
                 name: "cert-manager".into(),
                 channel: Some("stable".into()),
                 version_range: Some("~1.14".into()),
+                upgrade_constraint_policy: platform_api::UpgradeConstraintPolicy::SelfCertified,
             },
         },
     );
@@ -409,6 +418,10 @@ async fn a_platform_operator_round_trips() {
         active_bundle_deployment: Some(ActiveBundleDeployment {
             name: "cert-manager".into(),
         }),
+        installed_bundles: vec![platform_api::InstalledBundle {
+            package: "cert-manager".into(),
+            version: "1.14.5".into(),
+        }],
         observed_generation: Some(1),
         conditions: vec![condition("Installed", "True", "InstallSuccessful")],
     };

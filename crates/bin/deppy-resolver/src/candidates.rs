@@ -47,10 +47,8 @@ impl<'a> Ranked<'a> {
             catalog: source.name,
             priority: source.priority,
             deprecated: index
-                .bundle_deprecation(package, &offer.bundle.name)
-                .is_some()
-                || index.channel_deprecation(package, offer.channel).is_some()
-                || index.package_deprecation(package).is_some(),
+                .deprecation(package, Some(offer.channel), Some(&offer.bundle.name))
+                .is_deprecated(),
             default_channel: index
                 .package(package)
                 .and_then(|p| p.default_channel.as_deref())
@@ -81,6 +79,8 @@ pub(crate) fn preference(a: &Ranked<'_>, b: &Ranked<'_>) -> Ordering {
 }
 
 /// Adds one offer per channel of `index` that contains each bundle (only `channel`, if given).
+/// A package whose upgrade graph is broken in `index` offers nothing from it: what it would
+/// upgrade to is unknown (see [`CatalogIndex::package_problems`]).
 fn push_offers<'a>(
     out: &mut Vec<Offer<'a>>,
     source: usize,
@@ -95,11 +95,17 @@ fn push_offers<'a>(
     for bundle in bundles {
         if package != Some(bundle.package.as_str()) {
             package = Some(&bundle.package);
-            graphs = index
-                .channels(&bundle.package)
-                .filter(|c| channel.is_none_or(|wanted| wanted == c.name))
-                .filter_map(|c| Some((c.name.as_str(), index.channel_graph(&c.package, &c.name)?)))
-                .collect();
+            graphs = if index.package_problems(&bundle.package).is_empty() {
+                index
+                    .channels(&bundle.package)
+                    .filter(|c| channel.is_none_or(|wanted| wanted == c.name))
+                    .filter_map(|c| {
+                        Some((c.name.as_str(), index.channel_graph(&c.package, &c.name)?))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
         }
         for &(name, graph) in &graphs {
             if graph.contains(&bundle.name) {
@@ -260,6 +266,9 @@ pub(crate) fn upgrades<'a>(
     let mut upgrades = Upgrades::default();
     for (source, catalog) in sources.iter().enumerate() {
         let index = catalog.index;
+        if !index.package_problems(package).is_empty() {
+            continue;
+        }
         for channel in index.channels(package) {
             let Some(graph) = index.channel_graph(package, &channel.name) else {
                 continue;

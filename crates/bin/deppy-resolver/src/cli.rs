@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use deppy_resolver::{
-    Constraint, ErrorCategory, NamedCatalog, Request, Resolution, ResolveError, Resolver, Stats,
+    Constraint, ErrorCategory, KubeVersion, NamedCatalog, Request, Resolution, ResolveError,
+    Resolver, Stats,
 };
 use fbc::CatalogIndex;
 use serde_json::{Value, json};
@@ -73,10 +74,22 @@ struct ResolveArgs {
     #[arg(long = "prohibit", value_name = "PACKAGE[,RANGE]", value_parser = parse_prohibit)]
     prohibited: Vec<Constraint>,
 
-    /// An installed package: only that version or a direct upgrade of it is selected.
-    /// Repeatable.
+    /// An installed package: only that version or a direct upgrade of it (a bundle that
+    /// replaces or skips it, or whose skipRange contains it) is selected. When nothing can be,
+    /// the explanation starts with the versions the upgrade graph allows. Repeatable.
     #[arg(long = "installed", value_name = "PACKAGE=VERSION", value_parser = parse_installed)]
     installed: Vec<Constraint>,
+
+    /// A package whose upgrades the administrator certifies: its upgrade graph does not
+    /// apply, so any version in the required range may be selected, downgrades included.
+    /// Its --installed entry (or installed(...) constraint) is ignored. Repeatable.
+    #[arg(long = "self-certified", value_name = "PACKAGE")]
+    self_certified: Vec<String>,
+
+    /// The cluster's Kubernetes version (e.g. 1.36.4 or v1.36.4): bundles whose CSV
+    /// minKubeVersion is newer are not selected. Without it, minKubeVersion is not checked.
+    #[arg(long = "kube-version", value_name = "VERSION")]
+    kube_version: Option<KubeVersion>,
 
     /// A constraint in function form, e.g. 'required("etcd", ">=0.9.0", "stable")' or
     /// 'gvkRequired("etcd.database.coreos.com", "v1beta2", "EtcdCluster")'. Repeatable.
@@ -225,12 +238,26 @@ impl ResolveArgs {
             };
             loaded.push((name, arg.priority, index));
         }
+        for (name, _, index) in &loaded {
+            for (package, problems) in index.unusable_packages() {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "warning: {}",
+                    invalid_graph_warning(name, package, problems)
+                );
+            }
+        }
         let catalogs = loaded
             .iter()
             .map(|(name, priority, index)| NamedCatalog::new(name, index).with_priority(*priority));
         let resolver = match Resolver::new(catalogs) {
-            Ok(resolver) => resolver,
+            Ok(resolver) => resolver.with_kube_version(self.kube_version),
             Err(e) => return fail(EXIT_INVALID_INPUT, &chain(&e)),
+        };
+        let self_certified = self.self_certified;
+        let certified = |constraint: &Constraint| {
+            matches!(constraint, Constraint::Installed { package, .. }
+                if self_certified.iter().any(|p| p.trim() == package))
         };
         // `installed` first: the resolver puts them first anyway, and so reads the listing.
         let constraints = self
@@ -238,7 +265,8 @@ impl ResolveArgs {
             .into_iter()
             .chain(self.required)
             .chain(self.expressions)
-            .chain(self.prohibited);
+            .chain(self.prohibited)
+            .filter(|constraint| !certified(constraint));
         match resolver.resolve(&Request::new(constraints)) {
             Ok(resolution) => match emit(&render(&resolution, self.output)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -247,6 +275,7 @@ impl ResolveArgs {
             Err(ResolveError::NotSatisfiable(unsatisfiable)) => {
                 if self.output == Output::Json {
                     let document = json!({
+                        "summary": unsatisfiable.summary,
                         "explanation": unsatisfiable.explanation,
                         "stats": stats_json(&unsatisfiable.stats),
                     });
@@ -265,6 +294,15 @@ impl ResolveArgs {
             },
         }
     }
+}
+
+/// A package that a catalog sets aside because its upgrade graph is broken.
+fn invalid_graph_warning(catalog: &str, package: &str, problems: &[fbc::IndexError]) -> String {
+    let problems: Vec<String> = problems.iter().map(|p| chain(p)).collect();
+    format!(
+        "catalog {catalog} cannot offer package {package} until it is fixed: {}",
+        problems.join("; ")
+    )
 }
 
 fn render(resolution: &Resolution, output: Output) -> String {

@@ -9,10 +9,16 @@ use crate::resolve::Stats;
 ///
 /// The explanation is minimal (dropping any line would make the rest satisfiable) and in a
 /// deterministic order: the request's constraints first, then bundles in the order they were
-/// discovered, then the uniqueness rules. `Display` prints deppy's header and one constraint per
-/// line.
+/// discovered, then the uniqueness rules. `Display` prints the summary, one sentence per line,
+/// then deppy's header and one constraint per line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsatisfiable {
+    /// Sentences that say what a person can change, before the solver's explanation: for
+    /// each installed package involved, the versions its upgrade graph allows and what rules
+    /// them out (e.g. `package memcached-operator is installed at 0.2.0; the upgrade graph
+    /// allows 0.2.0 (stay) or 0.3.0 from it, and none of these is in range <0.2.0 of channel
+    /// stable`). Empty when no installed package is involved.
+    pub summary: Vec<String>,
     /// One message per constraint, worded as OLM words them.
     pub explanation: Vec<String>,
     /// Size of the problem and time spent finding that it has no solution.
@@ -21,6 +27,9 @@ pub struct Unsatisfiable {
 
 impl fmt::Display for Unsatisfiable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for sentence in &self.summary {
+            writeln!(f, "{sentence}")?;
+        }
         f.write_str("constraints not satisfiable")?;
         for (i, line) in self.explanation.iter().enumerate() {
             f.write_str(if i == 0 { ":\n" } else { "\n" })?;
@@ -147,13 +156,20 @@ mod tests {
 
     #[test]
     fn unsatisfiable_prints_the_header_then_one_constraint_per_line() {
-        let unsatisfiable = Unsatisfiable {
+        let mut unsatisfiable = Unsatisfiable {
+            summary: Vec::new(),
             explanation: vec!["a is mandatory".to_owned(), "a is prohibited".to_owned()],
             stats: Stats::default(),
         };
         assert_eq!(
             unsatisfiable.to_string(),
             "constraints not satisfiable:\na is mandatory\na is prohibited"
+        );
+        unsatisfiable.summary = vec!["package a is installed at 1.0.0; ...".to_owned()];
+        assert_eq!(
+            unsatisfiable.to_string(),
+            "package a is installed at 1.0.0; ...\n\
+             constraints not satisfiable:\na is mandatory\na is prohibited"
         );
     }
 
@@ -163,6 +179,7 @@ mod tests {
         assert_eq!(unknown.category(), ErrorCategory::InvalidInput);
         assert_eq!(unknown.category().as_str(), "invalid_input");
         let unsat = ResolveError::NotSatisfiable(Box::new(Unsatisfiable {
+            summary: Vec::new(),
             explanation: Vec::new(),
             stats: Stats::default(),
         }));

@@ -39,7 +39,13 @@
 //! - `prohibited(package, range)` excludes bundles.
 //! - `installed(package, version)` keeps the package, at that version or at a direct upgrade
 //!   (a bundle that replaces or skips it, or whose skipRange contains its version); upgrades
-//!   are preferred to staying.
+//!   are preferred to staying. When a failure involves an installed package,
+//!   [`Unsatisfiable::summary`] says which versions its graph allows and what rules them out.
+//! - With [`Resolver::with_kube_version`], bundles whose CSV `minKubeVersion` is above the
+//!   cluster's version are not selected, and say so when that is why nothing fits.
+//! - A package whose channel graph is broken in a catalog (a cycle, two heads; see
+//!   [`fbc::CatalogIndex::package_problems`]) is offered nothing from that catalog, and the
+//!   explanation names the channel and bundles.
 //! - Choices follow deppy: request constraints in order (`installed` first), then each
 //!   chosen bundle's dependencies breadth first, each taking its most preferred candidate that
 //!   is consistent with earlier choices.
@@ -50,7 +56,9 @@ mod constraint;
 pub mod controller;
 mod error;
 mod expression;
+mod kube_version;
 mod messages;
+mod refusal;
 mod resolve;
 mod selection;
 mod variables;
@@ -59,5 +67,6 @@ pub use catalog::NamedCatalog;
 pub use constraint::Constraint;
 pub use error::{ErrorCategory, ResolveError, Unsatisfiable};
 pub use expression::{ExpressionError, ExpressionProblem};
+pub use kube_version::{KubeVersion, KubeVersionError};
 pub use resolve::{Request, Resolution, Resolver, Stats, resolve};
 pub use selection::SelectedBundle;

@@ -9,6 +9,8 @@ use deppy::{SolveError, Solver};
 use crate::catalog::{self, NamedCatalog};
 use crate::constraint::{Checked, Constraint};
 use crate::error::{ResolveError, Unsatisfiable};
+use crate::kube_version::KubeVersion;
+use crate::refusal;
 use crate::selection::SelectedBundle;
 use crate::variables::{self, Problem};
 
@@ -89,6 +91,7 @@ impl Resolution {
 #[derive(Debug, Clone)]
 pub struct Resolver<'a> {
     catalogs: Vec<NamedCatalog<'a>>,
+    kube_version: Option<KubeVersion>,
 }
 
 impl<'a> Resolver<'a> {
@@ -96,12 +99,52 @@ impl<'a> Resolver<'a> {
     pub fn new(catalogs: impl IntoIterator<Item = NamedCatalog<'a>>) -> Result<Self, ResolveError> {
         Ok(Self {
             catalogs: catalog::validate(catalogs)?,
+            kube_version: None,
         })
+    }
+
+    /// The same resolver for a cluster at `version`: bundles whose CSV `minKubeVersion`
+    /// (in their `olm.csv.metadata` property) is newer, or not a version, are not selected.
+    /// `None`, the default, selects regardless of `minKubeVersion`.
+    #[must_use]
+    pub fn with_kube_version(self, version: Option<KubeVersion>) -> Self {
+        Self {
+            kube_version: version,
+            ..self
+        }
     }
 
     /// The catalogs, sorted by name.
     pub fn catalogs(&self) -> &[NamedCatalog<'a>] {
         &self.catalogs
+    }
+
+    /// The deprecation notices of `resolution`'s selections, as
+    /// `ActiveResolution.status.deprecations` holds them: one entry per selection with any
+    /// notice from the catalog it was selected from, in selection order.
+    pub fn deprecations(&self, resolution: &Resolution) -> Vec<deppy_api::SelectionDeprecation> {
+        resolution
+            .selections
+            .iter()
+            .filter_map(|selected| {
+                let catalog = self.catalogs.iter().find(|c| c.name == selected.catalog)?;
+                let notice = catalog.index.deprecation(
+                    &selected.package,
+                    Some(&selected.channel),
+                    Some(&selected.bundle),
+                );
+                notice
+                    .is_deprecated()
+                    .then(|| deppy_api::SelectionDeprecation {
+                        package: selected.package.clone(),
+                        channel: selected.channel.clone(),
+                        bundle: selected.bundle.clone(),
+                        package_message: notice.package.map(str::to_owned),
+                        channel_message: notice.channel.map(str::to_owned),
+                        bundle_message: notice.bundle.map(str::to_owned),
+                    })
+            })
+            .collect()
     }
 
     /// Selects bundles that satisfy `request`, or explains why none do.
@@ -117,7 +160,7 @@ impl<'a> Resolver<'a> {
             variables,
             bundles,
             first_bundle,
-        } = variables::build(&sources, &constraints);
+        } = variables::build(&sources, &constraints, self.kube_version);
         let mut stats = Stats {
             variables: variables.len(),
             bundles: bundles.len(),
@@ -133,7 +176,15 @@ impl<'a> Resolver<'a> {
         let solution = match solved {
             Ok(solution) => solution,
             Err(SolveError::NotSatisfiable(core)) => {
+                let summary = refusal::summarise(
+                    &sources,
+                    &constraints,
+                    core.constraints(),
+                    self.kube_version,
+                );
+                stats.duration = started.elapsed();
                 return Err(ResolveError::NotSatisfiable(Box::new(Unsatisfiable {
+                    summary,
                     explanation: core.constraints().iter().map(ToString::to_string).collect(),
                     stats,
                 })));

@@ -20,6 +20,7 @@ use fbc::{Bundle, Gvk, VersionRange};
 use crate::candidates::{self, Offer, Ranked, Requirement, preference};
 use crate::catalog::NamedCatalog;
 use crate::constraint::Checked;
+use crate::kube_version::{self, KubeVersion};
 use crate::messages;
 
 /// A reachable offer, as a solver variable.
@@ -49,6 +50,8 @@ enum Shared<'a> {
 
 struct Builder<'s, 'a> {
     sources: &'s [NamedCatalog<'a>],
+    /// The cluster's Kubernetes version, when bundles are to be checked against it.
+    kube_version: Option<KubeVersion>,
     nodes: Vec<Node<'a>>,
     /// (source, bundle, channel) -> position in `nodes`. A bundle is one object of its
     /// catalog's index, so its address identifies it without hashing its names.
@@ -59,9 +62,14 @@ struct Builder<'s, 'a> {
 }
 
 /// Builds the problem for already checked, de-duplicated constraints.
-pub(crate) fn build<'a>(sources: &[NamedCatalog<'a>], constraints: &[Checked<'_>]) -> Problem<'a> {
+pub(crate) fn build<'a>(
+    sources: &[NamedCatalog<'a>],
+    constraints: &[Checked<'_>],
+    kube_version: Option<KubeVersion>,
+) -> Problem<'a> {
     let mut builder = Builder {
         sources,
+        kube_version,
         nodes: Vec::new(),
         positions: HashMap::new(),
         pending: VecDeque::new(),
@@ -113,11 +121,18 @@ impl<'a> Builder<'_, 'a> {
             "{}:{}:{}:{}",
             ranked.catalog, offer.bundle.package, offer.bundle.version, offer.channel
         ));
+        let mut constraints = Vec::new();
+        if let Some(cluster) = self.kube_version
+            && let Some(unfit) = kube_version::unfit(offer.bundle, cluster)
+        {
+            let message = messages::unfit_for_cluster(&id, unfit, cluster);
+            constraints.push(Rule::Prohibited.described(message));
+        }
         let position = self.nodes.len();
         self.nodes.push(Node {
             ranked,
             id,
-            constraints: Vec::new(),
+            constraints,
         });
         self.positions.insert(key, position);
         self.pending.push_back(position);
@@ -161,14 +176,15 @@ impl<'a> Builder<'_, 'a> {
                     let channel_exists = channel.is_none_or(|channel| {
                         indexes().any(|i| i.channel_graph(package, channel).is_some())
                     });
-                    messages::no_package_match(
+                    let message = messages::no_package_match(
                         subject,
                         package,
                         *channel,
                         range.as_ref(),
                         package_exists,
                         channel_exists,
-                    )
+                    );
+                    messages::with_notes(message, &self.invalid_graphs(package))
                 };
                 let none_found = found.is_empty().then(message);
                 (found, none_found)
@@ -191,9 +207,10 @@ impl<'a> Builder<'_, 'a> {
                         found.push(position);
                     }
                 }
-                let none_found = found
-                    .is_empty()
-                    .then(|| messages::no_installed_match(subject, package, version));
+                let none_found = found.is_empty().then(|| {
+                    let message = messages::no_installed_match(subject, package, version);
+                    messages::with_notes(message, &self.invalid_graphs(package))
+                });
                 (found, none_found)
             }
             Checked::Prohibited { .. } => return None,
@@ -215,8 +232,14 @@ impl<'a> Builder<'_, 'a> {
         let subject = self.nodes[position].id.clone();
         for requirement in candidates::requirements(bundle) {
             let rule = match self.requirement_candidates(requirement) {
-                Ok(ids) => Rule::Dependency(ids)
-                    .described(messages::bundle_requires(&subject, requirement)),
+                Ok(ids) => {
+                    let mut message = messages::bundle_requires(&subject, requirement);
+                    if ids.is_empty() {
+                        message =
+                            messages::with_notes(message, &self.requirement_notes(requirement));
+                    }
+                    Rule::Dependency(ids).described(message)
+                }
                 // A dependency nobody can check rules its bundle out, with the reason, instead
                 // of failing the whole resolution: another bundle may do.
                 Err(error) => Rule::Dependency(Identifiers::from([])).described(
@@ -252,6 +275,42 @@ impl<'a> Builder<'_, 'a> {
             self.shared.insert(key, ids.clone());
         }
         Ok(ids)
+    }
+
+    /// Why catalogs cannot offer `package`: one note per catalog whose upgrade graph for it
+    /// is broken.
+    fn invalid_graphs(&self, package: &str) -> Vec<String> {
+        self.sources
+            .iter()
+            .filter_map(|source| {
+                let problems = source.index.package_problems(package);
+                (!problems.is_empty())
+                    .then(|| messages::invalid_graph(source.name, package, problems))
+            })
+            .collect()
+    }
+
+    /// Why a requirement with no candidate may have had some: catalogs whose upgrade graph
+    /// for the package (or a provider's package) is broken.
+    fn requirement_notes(&self, requirement: Requirement<'a>) -> Vec<String> {
+        match requirement {
+            Requirement::Package { name, .. } => self.invalid_graphs(name),
+            Requirement::Gvk(gvk) => {
+                let mut packages: Vec<&str> = self
+                    .sources
+                    .iter()
+                    .flat_map(|source| source.index.providers(gvk))
+                    .map(|bundle| bundle.package.as_str())
+                    .collect();
+                packages.sort_unstable();
+                packages.dedup();
+                packages
+                    .into_iter()
+                    .flat_map(|package| self.invalid_graphs(package))
+                    .collect()
+            }
+            Requirement::Constraint(_) => Vec::new(),
+        }
     }
 
     fn prohibit(&mut self, constraints: &[Checked<'_>]) {

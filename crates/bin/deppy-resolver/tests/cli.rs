@@ -24,6 +24,12 @@ fn stderr(output: &Output) -> String {
 
 const COMMUNITY: &str = "tests/fixtures/community";
 const CERTIFIED: &str = "tests/fixtures/certified";
+const UPGRADES: &str = "tests/fixtures/upgrades";
+const GRAPHS: &str = "tests/fixtures/graphs";
+
+const REFUSED_DOWNGRADE: &str = "package memcached-operator is installed at 0.2.0; the upgrade \
+    graph allows 0.2.0 (stay) or 0.3.0 from it, and none of these is in range <0.2.0 of channel \
+    stable\n";
 
 #[test]
 fn resolved_selections_are_printed_one_per_line_sorted_with_exit_code_0() {
@@ -110,7 +116,11 @@ fn invalid_input_exits_with_code_2_and_says_what_is_wrong() {
         ),
         (&["--require", "lib"], "--catalog"),
     ];
-    for (args, expected) in cases {
+    for (args, expected) in cases.iter().copied().chain([(
+        &["--catalog", UPGRADES, "--kube-version", "latest"][..],
+        "invalid value 'latest' for '--kube-version <VERSION>': failed to read \"latest\" as a \
+         Kubernetes version: expected MAJOR.MINOR[.PATCH], e.g. 1.36.4",
+    )]) {
         let output = resolve(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(
@@ -185,4 +195,164 @@ fn json_output_of_an_unsatisfiable_request_lists_the_explanation() {
     );
     assert!(document["stats"]["clauses"].is_null());
     assert!(stderr(&output).starts_with("constraints not satisfiable:\n"));
+}
+
+#[test]
+fn an_installed_version_moves_only_to_a_direct_successor() {
+    let output = resolve(&[
+        "--catalog",
+        UPGRADES,
+        "--installed",
+        "memcached-operator=0.1.0",
+        "--require",
+        "memcached-operator",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "upgrades:memcached-operator:0.2.0:stable\n"
+    );
+}
+
+#[test]
+fn a_refused_path_prints_the_versions_the_upgrade_graph_allows_first() {
+    let output = resolve(&[
+        "--catalog",
+        UPGRADES,
+        "--installed",
+        "memcached-operator=0.2.0",
+        "--require",
+        "memcached-operator,<0.2.0,stable",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    let text = stderr(&output);
+    assert!(
+        text.starts_with(&format!(
+            "{REFUSED_DOWNGRADE}constraints not satisfiable:\n"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn json_output_of_a_refused_path_carries_the_summary() {
+    let output = resolve(&[
+        "--catalog",
+        UPGRADES,
+        "--installed",
+        "memcached-operator=0.2.0",
+        "--require",
+        "memcached-operator,<0.2.0,stable",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        document["summary"],
+        serde_json::json!([REFUSED_DOWNGRADE.trim_end()])
+    );
+    assert!(!document["explanation"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_self_certified_package_may_move_anywhere_in_range_downgrades_included() {
+    let output = resolve(&[
+        "--catalog",
+        UPGRADES,
+        "--installed",
+        "memcached-operator=0.2.0",
+        "--require",
+        "memcached-operator,<0.2.0,stable",
+        "--self-certified",
+        "memcached-operator",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "upgrades:memcached-operator:0.1.0:stable\n"
+    );
+
+    // Only the named package: cache-lib still follows its graph, also when installed(...)
+    // comes in function form.
+    let output = resolve(&[
+        "--catalog",
+        UPGRADES,
+        "--constraint",
+        r#"installed("memcached-operator", "0.2.0")"#,
+        "--installed",
+        "cache-lib=1.0.0",
+        "--require",
+        "memcached-operator,>=0.3.0",
+        "--self-certified",
+        "memcached-operator",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "upgrades:cache-lib:1.1.0:stable\nupgrades:memcached-operator:0.3.0:stable\n"
+    );
+}
+
+#[test]
+fn kube_version_passes_over_bundles_for_newer_clusters_and_says_so_when_nothing_is_left() {
+    let args = [
+        "--catalog",
+        UPGRADES,
+        "--require",
+        "memcached-operator,,candidate",
+    ];
+    let output = resolve(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("upgrades:memcached-operator:0.4.0:candidate"));
+
+    let output = resolve(&[&args[..], &["--kube-version", "v1.36.4"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("upgrades:memcached-operator:0.3.0:candidate"));
+
+    let output = resolve(&[
+        "--catalog",
+        UPGRADES,
+        "--require",
+        "memcached-operator,>=0.4.0",
+        "--kube-version",
+        "1.36.4",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).ends_with(
+            "bundle upgrades:memcached-operator:0.4.0:candidate requires Kubernetes >= 1.40.0 \
+             (minKubeVersion) and this cluster runs 1.36.4\n"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_catalog_with_a_broken_channel_graph_warns_and_serves_its_other_packages() {
+    let output = resolve(&["--catalog", GRAPHS, "--require", "sound"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "graphs:sound:1.1.0:stable\n");
+    assert_eq!(
+        stderr(&output),
+        "warning: catalog graphs cannot offer package forked until it is fixed: forked.yaml \
+         document 2 (olm.channel \"stable\"): invalid channel \"stable\" of package \"forked\": \
+         channel has several heads: forked.v1.1.0, forked.v2.0.0\n\
+         warning: catalog graphs cannot offer package looped until it is fixed: looped.yaml \
+         document 2 (olm.channel \"stable\"): invalid channel \"stable\" of package \"looped\": \
+         upgrade edges form a cycle: looped.v1.0.0 -> looped.v1.1.0 -> looped.v1.0.0\n"
+    );
+
+    let output = resolve(&["--catalog", GRAPHS, "--require", "looped"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains(
+            "catalog graphs cannot offer package looped until it is fixed: the upgrade graph of \
+             channel stable is invalid (upgrade edges form a cycle"
+        ),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -7,7 +7,8 @@
 use std::sync::LazyLock;
 
 use deppy_resolver::{
-    Constraint, ErrorCategory, NamedCatalog, Request, ResolveError, Resolver, resolve,
+    Constraint, ErrorCategory, KubeVersion, NamedCatalog, Request, ResolveError, Resolver,
+    Unsatisfiable, resolve,
 };
 use fbc::CatalogIndex;
 
@@ -18,6 +19,47 @@ fn load(name: &str) -> CatalogIndex {
 
 static COMMUNITY: LazyLock<CatalogIndex> = LazyLock::new(|| load("community"));
 static CERTIFIED: LazyLock<CatalogIndex> = LazyLock::new(|| load("certified"));
+static UPGRADES: LazyLock<CatalogIndex> = LazyLock::new(|| load("upgrades"));
+static GRAPHS: LazyLock<CatalogIndex> = LazyLock::new(|| load("graphs"));
+
+fn upgrades() -> Vec<NamedCatalog<'static>> {
+    vec![NamedCatalog::new("upgrades", &UPGRADES)]
+}
+
+fn graphs() -> Vec<NamedCatalog<'static>> {
+    vec![NamedCatalog::new("graphs", &GRAPHS)]
+}
+
+/// The refusal of `expressions` on a cluster at `kube` (no check when `None`).
+fn refusal(
+    catalogs: &[NamedCatalog<'_>],
+    kube: Option<KubeVersion>,
+    expressions: &[&str],
+) -> Unsatisfiable {
+    let resolver = Resolver::new(catalogs.iter().copied())
+        .unwrap()
+        .with_kube_version(kube);
+    match resolver.resolve(&request(expressions)) {
+        Err(ResolveError::NotSatisfiable(unsatisfiable)) => *unsatisfiable,
+        other => panic!("{expressions:?}: expected unsatisfiable, got {other:?}"),
+    }
+}
+
+fn selections_on(
+    catalogs: &[NamedCatalog<'_>],
+    kube: Option<KubeVersion>,
+    expressions: &[&str],
+) -> Vec<String> {
+    let resolver = Resolver::new(catalogs.iter().copied())
+        .unwrap()
+        .with_kube_version(kube);
+    match resolver.resolve(&request(expressions)) {
+        Ok(resolution) => resolution.selection_strings(),
+        Err(e) => panic!("{expressions:?}: {e}"),
+    }
+}
+
+const CLUSTER: Option<KubeVersion> = Some(KubeVersion::new(1, 36, 4));
 
 fn community() -> Vec<NamedCatalog<'static>> {
     vec![NamedCatalog::new("community", &COMMUNITY)]
@@ -531,4 +573,298 @@ fn stats_report_the_problem_size() {
         .unwrap();
     assert_eq!(unsatisfiable.stats.bundles, 1);
     assert_eq!(unsatisfiable.stats.clauses, None);
+}
+
+#[test]
+fn an_installed_version_upgrades_to_the_bundle_that_replaces_it() {
+    // 0.2.0 replaces 0.1.0; the head, 0.3.0, replaces 0.2.0 and is one step too far.
+    assert_eq!(
+        selections(
+            &upgrades(),
+            &[
+                r#"installed("memcached-operator", "0.1.0")"#,
+                r#"required("memcached-operator")"#
+            ]
+        ),
+        ["upgrades:memcached-operator:0.2.0:stable"]
+    );
+}
+
+#[test]
+fn a_range_below_the_installed_version_is_refused_naming_the_versions_the_graph_allows() {
+    let refused = refusal(
+        &upgrades(),
+        None,
+        &[
+            r#"installed("memcached-operator", "0.2.0")"#,
+            r#"required("memcached-operator", "<0.2.0", "stable")"#,
+        ],
+    );
+    assert_eq!(
+        refused.summary,
+        [
+            "package memcached-operator is installed at 0.2.0; the upgrade graph allows 0.2.0 \
+          (stay) or 0.3.0 from it, and none of these is in range <0.2.0 of channel stable"
+        ]
+    );
+    // The solver's explanation follows, in OLM's words.
+    let text = refused.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "{}\nconstraints not satisfiable:\n",
+            refused.summary[0]
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"required("memcached-operator", "<0.2.0", "stable") requires upgrades:memcached-operator:0.1.0:stable"#
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_range_that_matches_no_bundle_still_names_where_the_installed_version_can_go() {
+    let refused = refusal(
+        &upgrades(),
+        None,
+        &[
+            r#"installed("memcached-operator", "0.2.0")"#,
+            r#"required("memcached-operator", ">=0.5.0")"#,
+        ],
+    );
+    assert_eq!(
+        refused.summary,
+        [
+            "package memcached-operator is installed at 0.2.0; the upgrade graph allows 0.2.0 \
+          (stay) or 0.3.0 from it, and none of these is in range >=0.5.0"
+        ]
+    );
+}
+
+#[test]
+fn a_new_head_that_does_not_replace_the_installed_version_is_not_taken() {
+    // The default channel v2 starts afresh at 2.0.0, which replaces nothing.
+    assert_eq!(
+        selections(&upgrades(), &[r#"required("redis-operator")"#]),
+        ["upgrades:redis-operator:2.0.0:v2"]
+    );
+    assert_eq!(
+        selections(
+            &upgrades(),
+            &[
+                r#"installed("redis-operator", "1.0.0")"#,
+                r#"required("redis-operator")"#
+            ]
+        ),
+        ["upgrades:redis-operator:1.0.0:stable"]
+    );
+    let refused = refusal(
+        &upgrades(),
+        None,
+        &[
+            r#"installed("redis-operator", "1.0.0")"#,
+            r#"required("redis-operator", "", "v2")"#,
+        ],
+    );
+    assert_eq!(
+        refused.summary,
+        [
+            "package redis-operator is installed at 1.0.0; the upgrade graph allows only 1.0.0 \
+          (stay) from it, and it is not in channel v2"
+        ]
+    );
+}
+
+#[test]
+fn a_dependency_package_moves_only_along_its_own_graph() {
+    // Fresh, the dependency comes at its newest version.
+    assert_eq!(
+        selections(
+            &upgrades(),
+            &[r#"required("memcached-operator", ">=0.3.0", "stable")"#]
+        ),
+        [
+            "upgrades:cache-lib:1.2.0:stable",
+            "upgrades:memcached-operator:0.3.0:stable"
+        ]
+    );
+    // Installed at 1.0.0, it takes the one step its channel allows.
+    assert_eq!(
+        selections(
+            &upgrades(),
+            &[
+                r#"installed("memcached-operator", "0.2.0")"#,
+                r#"installed("cache-lib", "1.0.0")"#,
+                r#"required("memcached-operator")"#
+            ]
+        ),
+        [
+            "upgrades:cache-lib:1.1.0:stable",
+            "upgrades:memcached-operator:0.3.0:stable"
+        ]
+    );
+    // And a dependency that would have to jump is refused with its own graph named.
+    let refused = refusal(
+        &upgrades(),
+        None,
+        &[
+            r#"installed("memcached-operator", "0.2.0")"#,
+            r#"installed("cache-lib", "1.0.0")"#,
+            r#"required("memcached-operator")"#,
+            r#"required("cache-lib", ">=1.2.0")"#,
+        ],
+    );
+    assert_eq!(
+        refused.summary,
+        [
+            "package cache-lib is installed at 1.0.0; the upgrade graph allows 1.0.0 (stay) or \
+          1.1.0 from it, and none of these is in range >=1.2.0"
+        ]
+    );
+}
+
+#[test]
+fn an_installed_bundle_no_catalog_offers_is_refused_and_left_running() {
+    let refused = refusal(
+        &upgrades(),
+        None,
+        &[
+            r#"installed("legacy-operator", "1.0.0")"#,
+            r#"required("legacy-operator")"#,
+        ],
+    );
+    assert_eq!(
+        refused.summary,
+        [
+            "package legacy-operator is installed at 1.0.0, which no catalog offers any more, and \
+          no bundle in any catalog upgrades from it; nothing can be resolved for it, and what \
+          runs stays as it is"
+        ]
+    );
+}
+
+#[test]
+fn no_summary_is_given_when_no_installed_package_is_involved() {
+    let refused = refusal(
+        &upgrades(),
+        None,
+        &[
+            r#"installed("redis-operator", "1.0.0")"#,
+            r#"required("memcached-operator", ">=0.5.0")"#,
+        ],
+    );
+    assert!(refused.summary.is_empty(), "{refused}");
+}
+
+#[test]
+fn a_bundle_that_needs_a_newer_kubernetes_is_passed_over() {
+    let expressions = [
+        r#"installed("memcached-operator", "0.3.0")"#,
+        r#"required("memcached-operator", "", "candidate")"#,
+    ];
+    assert_eq!(
+        selections_on(&upgrades(), None, &expressions),
+        [
+            "upgrades:cache-lib:1.2.0:stable",
+            "upgrades:memcached-operator:0.4.0:candidate"
+        ]
+    );
+    assert_eq!(
+        selections_on(&upgrades(), CLUSTER, &expressions),
+        [
+            "upgrades:cache-lib:1.2.0:stable",
+            "upgrades:memcached-operator:0.3.0:candidate"
+        ]
+    );
+    // 1.25 (no patch) reads as 1.25.0, which a 1.36 cluster satisfies.
+    assert_eq!(
+        selections_on(&upgrades(), CLUSTER, &[r#"required("cache-lib")"#]),
+        ["upgrades:cache-lib:1.2.0:stable"]
+    );
+}
+
+#[test]
+fn when_only_a_newer_kubernetes_would_do_the_explanation_says_so() {
+    let refused = refusal(
+        &upgrades(),
+        CLUSTER,
+        &[r#"required("memcached-operator", ">=0.4.0")"#],
+    );
+    assert_eq!(
+        refused.explanation.last().map(String::as_str),
+        Some(
+            "bundle upgrades:memcached-operator:0.4.0:candidate requires Kubernetes >= 1.40.0 \
+             (minKubeVersion) and this cluster runs 1.36.4"
+        )
+    );
+    let refused = refusal(
+        &upgrades(),
+        CLUSTER,
+        &[
+            r#"installed("memcached-operator", "0.3.0")"#,
+            r#"required("memcached-operator", ">=0.4.0")"#,
+        ],
+    );
+    assert_eq!(
+        refused.summary,
+        [
+            "package memcached-operator is installed at 0.3.0; the upgrade graph allows 0.3.0 \
+          (stay) or 0.4.0 from it, and none of these can be chosen: 0.3.0 is not in range \
+          >=0.4.0; 0.4.0 requires Kubernetes >= 1.40.0 (minKubeVersion) and this cluster runs \
+          1.36.4"
+        ]
+    );
+}
+
+#[test]
+fn a_package_whose_channel_graph_is_broken_is_refused_and_the_rest_of_its_catalog_resolves() {
+    assert_eq!(
+        selections(&graphs(), &[r#"required("sound")"#]),
+        ["graphs:sound:1.1.0:stable"]
+    );
+    let refused = refusal(&graphs(), None, &[r#"required("looped")"#]);
+    assert_eq!(
+        refused.explanation.last().map(String::as_str),
+        Some(
+            "no operators found in package looped for required(\"looped\"); catalog graphs \
+             cannot offer package looped until it is fixed: the upgrade graph of channel stable \
+             is invalid (upgrade edges form a cycle: looped.v1.0.0 -> looped.v1.1.0 -> \
+             looped.v1.0.0)"
+        )
+    );
+    // Not even the bundles of its head-looking entries are picked by surprise.
+    let refused = refusal(&graphs(), None, &[r#"required("forked", ">=2.0.0")"#]);
+    assert!(
+        refused.to_string().contains(
+            "the upgrade graph of channel stable is invalid (channel has several heads: \
+             forked.v1.1.0, forked.v2.0.0)"
+        ),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_broken_graph_is_named_for_an_installed_package_and_for_a_dependency() {
+    let refused = refusal(&graphs(), None, &[r#"installed("forked", "1.1.0")"#]);
+    assert_eq!(
+        refused.summary,
+        [
+            "package forked is installed at 1.1.0, but catalog graphs cannot offer package forked \
+          until it is fixed: the upgrade graph of channel stable is invalid (channel has several \
+          heads: forked.v1.1.0, forked.v2.0.0); nothing can be resolved for it, and what runs \
+          stays as it is"
+        ]
+    );
+    let refused = refusal(&graphs(), None, &[r#"required("needs-forked")"#]);
+    assert_eq!(
+        refused.explanation.last().map(String::as_str),
+        Some(
+            "bundle graphs:needs-forked:1.0.0:stable requires an operator with package: forked \
+             and with version in range: >=1.0.0; catalog graphs cannot offer package forked until \
+             it is fixed: the upgrade graph of channel stable is invalid (channel has several \
+             heads: forked.v1.1.0, forked.v2.0.0)"
+        )
+    );
 }

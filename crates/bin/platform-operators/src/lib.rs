@@ -23,3 +23,4 @@ pub mod controller;
 pub mod names;
 pub mod ownership;
 pub mod status;
+pub mod upgrade;

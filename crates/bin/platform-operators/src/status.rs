@@ -8,8 +8,10 @@ use deppy_api::ActiveResolution;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kit::conditions::status;
 use platform_api::conditions::cluster_operator as co;
-use platform_api::conditions::reasons;
-use platform_api::{ClusterOperatorStatus, ClusterOperatorStatusCondition, PlatformOperator};
+use platform_api::conditions::{progressing, reasons};
+use platform_api::{
+    ClusterOperatorStatus, ClusterOperatorStatusCondition, InstalledBundle, PlatformOperator,
+};
 use rukpak_api::BundleDeployment;
 use rukpak_api::conditions as bd;
 
@@ -68,6 +70,9 @@ pub struct Observed<'a> {
     /// The child BundleDeployments the wrapper applied (from its inventory), each with the
     /// object when it exists.
     pub children: &'a [(String, Option<&'a BundleDeployment>)],
+    /// What is installed (see [`crate::upgrade::installed_bundles`]); empty before the
+    /// first install completes.
+    pub installed: &'a [InstalledBundle],
 }
 
 /// A condition that describes the object's current generation: stale conditions (from
@@ -148,7 +153,9 @@ fn health_failure(
 /// The `Installed` condition for what was observed:
 ///
 /// 1. no ActiveResolution, or not resolved for its current spec: `UnpackPending`;
-/// 2. `Resolved=False`: `SourceFailed` with the resolver's explanation;
+/// 2. `Resolved=False`: when something is installed, the health of what runs (steps 5 to
+///    8: nothing is changed, so it keeps running; [`progressing`] says why it does not
+///    move); otherwise `SourceFailed` with the resolver's explanation;
 /// 3. `Activated=False`: `SourceFailed` (`InstallFailed` when the wrapper could not be
 ///    written) with the activator's message;
 /// 4. no wrapper BundleDeployment yet: `UnpackPending`;
@@ -176,7 +183,10 @@ pub fn installed(observed: &Observed<'_>) -> Installed {
         .unwrap_or_default();
     match current(conditions, deppy_api::conditions::TYPE_RESOLVED, generation) {
         Some(c) if c.status == status::FALSE => {
-            return Installed::failed(reasons::SOURCE_FAILED, c.message.clone());
+            return match observed.wrapper {
+                Some(wrapper) if !observed.installed.is_empty() => running(observed, wrapper),
+                _ => Installed::failed(reasons::SOURCE_FAILED, c.message.clone()),
+            };
         }
         Some(c) if c.status == status::TRUE => {}
         _ => {
@@ -221,6 +231,11 @@ pub fn installed(observed: &Observed<'_>) -> Installed {
             "Waiting for the resolution to be activated",
         );
     }
+    running(observed, wrapper)
+}
+
+/// Steps 5 to 8 of [`installed`]: the state of what the wrapper installed.
+fn running(observed: &Observed<'_>, wrapper: &BundleDeployment) -> Installed {
     if let Some(failure) = inspect_bundle_deployment(wrapper, false, "") {
         return failure;
     }
@@ -250,6 +265,213 @@ pub fn installed(observed: &Observed<'_>) -> Installed {
         reason: reasons::INSTALL_SUCCESSFUL.to_owned(),
         message: format!("Successfully applied the {name} BundleDeployment resource"),
     }
+}
+
+/// The `Progressing` condition a PlatformOperator should carry (without timestamps).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progressing {
+    /// Whether the installation is moving towards what the spec asks for.
+    pub progressing: bool,
+    /// CamelCase reason, one of [`platform_api::conditions::progressing`].
+    pub reason: &'static str,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl Progressing {
+    /// `True` or `False`.
+    pub fn status(&self) -> &'static str {
+        if self.progressing {
+            status::TRUE
+        } else {
+            status::FALSE
+        }
+    }
+}
+
+/// Whether a `Progressing` reason means that something keeps running because the spec
+/// cannot be resolved from it.
+pub fn is_blocked_reason(reason: &str) -> bool {
+    reason == progressing::UPGRADE_BLOCKED || reason == progressing::RESOLUTION_FAILED
+}
+
+/// The `Progressing` condition, given the `Installed` one computed for the same
+/// observation:
+///
+/// 1. something is installed and the current spec does not resolve: `False` with
+///    `UpgradeBlocked` (no bundle set satisfies the constraints, e.g. the upgrade graph
+///    does not lead to the requested versions) or `ResolutionFailed` (another reason),
+///    naming what keeps running and quoting the resolver;
+/// 2. `Installed` is pending: `True`, `Installing`;
+/// 3. installed: `False`, `Succeeded`, naming the installed bundles;
+/// 4. otherwise `False`, `Failed`, with the `Installed` message.
+pub fn progressing(observed: &Observed<'_>, installed: &Installed) -> Progressing {
+    let resolved = observed.resolution.and_then(|resolution| {
+        let conditions = resolution
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default();
+        current(
+            conditions,
+            deppy_api::conditions::TYPE_RESOLVED,
+            resolution.metadata.generation,
+        )
+    });
+    if let Some(resolved) = resolved
+        && resolved.status == status::FALSE
+        && !observed.installed.is_empty()
+    {
+        let reason =
+            if resolved.reason == deppy_api::conditions::reasons::CONSTRAINTS_NOT_SATISFIABLE {
+                progressing::UPGRADE_BLOCKED
+            } else {
+                progressing::RESOLUTION_FAILED
+            };
+        return Progressing {
+            progressing: false,
+            reason,
+            message: format!(
+                "{} {} running unchanged because the spec cannot be resolved: {}",
+                crate::upgrade::describe(observed.installed),
+                if observed.installed.len() == 1 {
+                    "keeps"
+                } else {
+                    "keep"
+                },
+                resolved.message
+            ),
+        };
+    }
+    if installed.is_pending() {
+        return Progressing {
+            progressing: true,
+            reason: progressing::INSTALLING,
+            message: installed.message.clone(),
+        };
+    }
+    if installed.installed {
+        return Progressing {
+            progressing: false,
+            reason: progressing::SUCCEEDED,
+            message: format!(
+                "Installed {} as the spec asks",
+                crate::upgrade::describe(observed.installed)
+            ),
+        };
+    }
+    Progressing {
+        progressing: false,
+        reason: progressing::FAILED,
+        message: installed.message.clone(),
+    }
+}
+
+/// A PlatformOperator condition without its timestamps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorCondition {
+    /// Condition type.
+    pub type_: &'static str,
+    /// `True` or `False`.
+    pub status: &'static str,
+    /// CamelCase reason.
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl Installed {
+    /// As a condition.
+    pub fn condition(&self) -> OperatorCondition {
+        OperatorCondition {
+            type_: platform_api::conditions::TYPE_INSTALLED,
+            status: self.status(),
+            reason: self.reason.clone(),
+            message: self.message.clone(),
+        }
+    }
+}
+
+impl Progressing {
+    /// As a condition.
+    pub fn condition(&self) -> OperatorCondition {
+        OperatorCondition {
+            type_: platform_api::conditions::TYPE_PROGRESSING,
+            status: self.status(),
+            reason: self.reason.to_owned(),
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// The four deprecation conditions (`Deprecated`, `PackageDeprecated`,
+/// `ChannelDeprecated`, `BundleDeprecated`, as operator-controller names them) for the
+/// bundle `resolution` selected for `package`, from the catalog's `olm.deprecations`
+/// notices the resolver recorded. Each is `True` (reason `Deprecated`, the catalog's
+/// message) or `False` (`NotDeprecated`); `Deprecated` is `True` when any of the others is.
+pub fn deprecation_conditions(
+    resolution: Option<&ActiveResolution>,
+    package: &str,
+) -> [OperatorCondition; 4] {
+    use platform_api::conditions::{
+        TYPE_BUNDLE_DEPRECATED, TYPE_CHANNEL_DEPRECATED, TYPE_DEPRECATED, TYPE_PACKAGE_DEPRECATED,
+        deprecation,
+    };
+    let notice = resolution
+        .and_then(|r| r.status.as_ref())
+        .and_then(|s| s.deprecations.iter().find(|d| d.package == package));
+    let condition = |type_, message: Option<&String>, what: String| match message {
+        Some(message) => OperatorCondition {
+            type_,
+            status: status::TRUE,
+            reason: deprecation::DEPRECATED.to_owned(),
+            message: message.clone(),
+        },
+        None => OperatorCondition {
+            type_,
+            status: status::FALSE,
+            reason: deprecation::NOT_DEPRECATED.to_owned(),
+            message: format!("The catalog does not deprecate {what}"),
+        },
+    };
+    let package_condition = condition(
+        TYPE_PACKAGE_DEPRECATED,
+        notice.and_then(|n| n.package_message.as_ref()),
+        format!("package {package}"),
+    );
+    let channel_condition = condition(
+        TYPE_CHANNEL_DEPRECATED,
+        notice.and_then(|n| n.channel_message.as_ref()),
+        notice.map_or_else(
+            || "the channel".to_owned(),
+            |n| format!("channel {}", n.channel),
+        ),
+    );
+    let bundle_condition = condition(
+        TYPE_BUNDLE_DEPRECATED,
+        notice.and_then(|n| n.bundle_message.as_ref()),
+        notice.map_or_else(
+            || "the selected bundle".to_owned(),
+            |n| format!("bundle {}", n.bundle),
+        ),
+    );
+    let messages: Vec<&str> = [&package_condition, &channel_condition, &bundle_condition]
+        .iter()
+        .filter(|c| c.status == status::TRUE)
+        .map(|c| c.message.as_str())
+        .collect();
+    let any = (!messages.is_empty()).then(|| messages.join("; "));
+    let deprecated = condition(
+        TYPE_DEPRECATED,
+        any.as_ref(),
+        format!("package {package}, its channel or the selected bundle"),
+    );
+    [
+        deprecated,
+        package_condition,
+        channel_condition,
+        bundle_condition,
+    ]
 }
 
 /// The package of a selection `catalog:package:version:channel`.
@@ -318,6 +540,9 @@ pub struct Summary {
     pub installed: Option<(bool, String)>,
     /// The `olm.maxOpenShiftVersion` of each bundle it installs: (package, value).
     pub max_openshift_versions: Vec<(String, String)>,
+    /// Whether it keeps its installed version because its spec cannot be resolved
+    /// (`Progressing` reason UpgradeBlocked or ResolutionFailed).
+    pub upgrade_blocked: bool,
 }
 
 impl Summary {
@@ -330,10 +555,18 @@ impl Summary {
                 kit::conditions::find(&s.conditions, platform_api::conditions::TYPE_INSTALLED)
             })
             .map(|c| (c.status == status::TRUE, c.reason.clone()));
+        let upgrade_blocked = operator
+            .status
+            .as_ref()
+            .and_then(|s| {
+                kit::conditions::find(&s.conditions, platform_api::conditions::TYPE_PROGRESSING)
+            })
+            .is_some_and(|c| c.status == status::FALSE && is_blocked_reason(&c.reason));
         Self {
             name: operator.metadata.name.clone().unwrap_or_default(),
             installed,
             max_openshift_versions,
+            upgrade_blocked,
         }
     }
 }
@@ -358,9 +591,12 @@ pub struct DesiredCondition {
 ///   installed; otherwise `False`/PlatformOperatorError listing each failing or pending
 ///   one as upstream did (`encountered the failing <name> platform operator with reason
 ///   "<reason>"`, a bracketed, comma-separated list when several).
-/// - Progressing: `True` while some PlatformOperator is pending, else `False`.
+/// - Progressing: `True` while some PlatformOperator is pending; else `False`, with
+///   reason PlatformOperatorUpgradeBlocked naming those that keep their installed version
+///   because their spec cannot be resolved, or AsExpected.
 /// - Degraded: always `False`, as upstream (a failing PlatformOperator makes the
-///   ClusterOperator unavailable instead).
+///   ClusterOperator unavailable instead; one whose upgrade is blocked still runs, and
+///   OpenShift's Degraded means a lower quality of service, which it is not).
 /// - Upgradeable: `False` naming each PlatformOperator whose installed bundle's
 ///   `olm.maxOpenShiftVersion` is not above the cluster's current minor version.
 pub fn cluster_operator_conditions(
@@ -415,7 +651,22 @@ pub fn cluster_operator_conditions(
             message: summary.clone(),
         });
     }
-    if pending.is_empty() {
+    let blocked: Vec<&str> = operators
+        .iter()
+        .filter(|o| o.upgrade_blocked)
+        .map(|o| o.name.as_str())
+        .collect();
+    if pending.is_empty() && !blocked.is_empty() {
+        conditions.push(DesiredCondition {
+            type_: co::PROGRESSING,
+            status: status::FALSE,
+            reason: co::reasons::PLATFORM_OPERATOR_UPGRADE_BLOCKED.to_owned(),
+            message: format!(
+                "Platform operators keep running their installed versions because their spec cannot be resolved (see their Progressing condition): {}",
+                blocked.join(", ")
+            ),
+        });
+    } else if pending.is_empty() {
         conditions.push(as_expected(co::PROGRESSING, status::FALSE, &summary));
     } else {
         conditions.push(DesiredCondition {

@@ -104,17 +104,40 @@ async fn wait_installed(
     reason: &str,
     timeout: Duration,
 ) -> PlatformOperator {
+    wait_po_condition(
+        fixture,
+        client,
+        name,
+        ("Installed", status, Some(reason)),
+        timeout,
+    )
+    .await
+}
+
+/// Waits until PlatformOperator `name`'s condition `type_`, for its current generation,
+/// has `status` and (when given) `reason`; returns the PlatformOperator.
+async fn wait_po_condition(
+    fixture: &Stack,
+    client: &Client,
+    name: &str,
+    (type_, status, reason): (&str, &str, Option<&str>),
+    timeout: Duration,
+) -> PlatformOperator {
     let api = Api::<PlatformOperator>::all(client.clone());
     wait_for(
-        &format!("PlatformOperator {name} to be Installed={status} ({reason})"),
+        &format!("PlatformOperator {name} to be {type_}={status} ({reason:?})"),
         timeout,
         || async {
             let operator = api.get(name).await.map_err(|e| e.to_string())?;
-            let condition = installed(&operator);
+            let condition = operator
+                .status
+                .as_ref()
+                .and_then(|s| kit::conditions::find(&s.conditions, type_))
+                .cloned();
             match &condition {
                 Some(c)
                     if c.status == status
-                        && c.reason == reason
+                        && reason.is_none_or(|r| c.reason == r)
                         && c.observed_generation == operator.metadata.generation =>
                 {
                     Ok(operator)
@@ -602,14 +625,7 @@ async fn a_platform_operator_installs_upgrades_reports_and_cleans_up() {
     // Upgrade by editing versionRange: the children pivot to 0.2.0, and 0.2.0 has no
     // maximum OpenShift version.
     let started = std::time::Instant::now();
-    operators
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"package": {"versionRange": ">=0.2.0"}}})),
-        )
-        .await
-        .unwrap();
+    edit_package(&operators, &name, json!({"versionRange": ">=0.2.0"})).await;
     let upgraded = wait_installed(
         fixture,
         &client,
@@ -833,4 +849,472 @@ async fn a_dependency_installed_by_another_platform_operator_refuses_the_newcome
         "No platform operators are present in the cluster",
     )
     .await;
+}
+
+/// Merges `package` into PlatformOperator `name`'s `spec.package`.
+async fn edit_package(operators: &Api<PlatformOperator>, name: &str, package: serde_json::Value) {
+    operators
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"package": package}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// Waits until PlatformOperator `name` reports `Progressing=False/UpgradeBlocked` for its
+/// current spec while what runs stays `Installed=True`; returns it and the message.
+async fn blocked_upgrade(
+    fixture: &Stack,
+    client: &Client,
+    name: &str,
+    what: &str,
+) -> (PlatformOperator, String) {
+    let blocked = wait_po_condition(
+        fixture,
+        client,
+        name,
+        ("Progressing", "False", Some("UpgradeBlocked")),
+        INSTALL_TIMEOUT,
+    )
+    .await;
+    let message = progressing_message(&blocked);
+    eprintln!("UpgradeBlocked ({what}): {message}");
+    assert_eq!(
+        installed(&blocked).unwrap().status,
+        "True",
+        "what runs is still installed: {message}"
+    );
+    (blocked, message)
+}
+
+fn progressing_message(operator: &PlatformOperator) -> String {
+    operator
+        .status
+        .as_ref()
+        .and_then(|s| kit::conditions::find(&s.conditions, "Progressing"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
+/// Waits until PlatformOperator `name` reports exactly `expected` (package, version) as
+/// installed, with `Progressing=False` (`Succeeded`) for its current generation.
+async fn wait_installed_bundles(
+    fixture: &Stack,
+    client: &Client,
+    name: &str,
+    expected: &[(&str, &str)],
+) -> PlatformOperator {
+    let api = Api::<PlatformOperator>::all(client.clone());
+    wait_for(
+        &format!("PlatformOperator {name} to have installed {expected:?}"),
+        INSTALL_TIMEOUT,
+        || async {
+            let operator = api.get(name).await.map_err(|e| e.to_string())?;
+            let status = operator.status.clone().unwrap_or_default();
+            let installed: Vec<(String, String)> = status
+                .installed_bundles
+                .iter()
+                .map(|b| (b.package.clone(), b.version.clone()))
+                .collect();
+            let settled =
+                kit::conditions::find(&status.conditions, "Progressing").is_some_and(|c| {
+                    c.reason == "Succeeded" && c.observed_generation == operator.metadata.generation
+                });
+            let want: Vec<(String, String)> = expected
+                .iter()
+                .map(|(p, v)| ((*p).to_owned(), (*v).to_owned()))
+                .collect();
+            if installed == want && settled {
+                Ok(operator)
+            } else {
+                Err(format!(
+                    "installed {installed:?}, conditions {:?}{}",
+                    status.conditions,
+                    logs(fixture)
+                ))
+            }
+        },
+    )
+    .await
+}
+
+/// One bundle of the upgrade-graph catalog.
+struct GraphBundle<'a> {
+    package: &'a str,
+    version: &'a str,
+    channel: &'a str,
+    image: String,
+    replaces: Option<&'a str>,
+    requires: Option<(&'a str, &'a str)>,
+}
+
+/// A file-based catalog of `bundles` (each package's default channel is `stable`).
+fn graph_catalog(bundles: &[GraphBundle<'_>]) -> String {
+    let mut documents = Vec::new();
+    let mut packages: Vec<&str> = bundles.iter().map(|b| b.package).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    for package in packages {
+        documents
+            .push(json!({"schema": "olm.package", "name": package, "defaultChannel": "stable"}));
+        let mut channels: Vec<&str> = bundles
+            .iter()
+            .filter(|b| b.package == package)
+            .map(|b| b.channel)
+            .collect();
+        channels.sort();
+        channels.dedup();
+        for channel in channels {
+            let entries: Vec<serde_json::Value> = bundles
+                .iter()
+                .filter(|b| b.package == package && b.channel == channel)
+                .map(|b| {
+                    let mut entry = json!({"name": format!("{package}.v{}", b.version)});
+                    if let Some(replaces) = b.replaces {
+                        entry["replaces"] = json!(format!("{package}.v{replaces}"));
+                    }
+                    entry
+                })
+                .collect();
+            documents.push(json!({"schema": "olm.channel", "package": package, "name": channel, "entries": entries}));
+        }
+    }
+    for bundle in bundles {
+        let mut properties = vec![
+            json!({"type": "olm.package", "value": {"packageName": bundle.package, "version": bundle.version}}),
+        ];
+        if let Some((package, range)) = bundle.requires {
+            properties.push(json!({"type": "olm.package.required", "value": {"packageName": package, "versionRange": range}}));
+        }
+        documents.push(json!({
+            "schema": "olm.bundle",
+            "name": format!("{}.v{}", bundle.package, bundle.version),
+            "package": bundle.package,
+            "image": bundle.image,
+            "properties": properties,
+        }));
+    }
+    documents
+        .iter()
+        .map(|d| serde_json::to_string(d).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Serves `bundles` from Catalog `name` (labelled for the stack) through a new immutable
+/// ConfigMap `<name>-<version>`, as a catalog update would.
+async fn publish_catalog(
+    fixture: &Stack,
+    client: &Client,
+    name: &str,
+    version: u32,
+    bundles: &[GraphBundle<'_>],
+) {
+    publish_fbc(fixture, client, name, version, graph_catalog(bundles)).await;
+}
+
+/// Serves the file-based catalog `fbc` as [`publish_catalog`] does.
+async fn publish_fbc(fixture: &Stack, client: &Client, name: &str, version: u32, fbc: String) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let namespace = fixture.deppy_namespace.as_str();
+    let config_map = format!("{name}-{version}");
+    let object: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": config_map, "namespace": namespace, "labels": fixture.labels()},
+        "immutable": true,
+        "data": {"catalog.json": fbc},
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    let catalog = json!({
+        "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+        "metadata": {"name": name, "labels": fixture.labels()},
+        "spec": {"source": {"configMap": {"name": config_map, "namespace": namespace}}},
+    });
+    Api::<deppy_api::Catalog>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&catalog),
+        )
+        .await
+        .unwrap();
+}
+
+/// What the operator's Deployment and the child BundleDeployment are: the Deployment's
+/// uid (a re-creation would change it) and the version the child's template installs.
+async fn running_operator(client: &Client, child: &str) -> (Option<String>, Option<String>) {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), MEMCACHED_NAMESPACE)
+        .get_opt(MEMCACHED_DEPLOYMENT)
+        .await
+        .unwrap();
+    let child = Api::<BundleDeployment>::all(client.clone())
+        .get_opt(child)
+        .await
+        .unwrap();
+    let version = child.and_then(|c| {
+        c.spec.template.metadata.and_then(|m| {
+            m.annotations
+                .get(platform_api::BUNDLE_VERSION_ANNOTATION)
+                .cloned()
+        })
+    });
+    (deployment.and_then(|d| d.metadata.uid), version)
+}
+
+/// A PlatformOperator follows its catalog's upgrade graph: it upgrades along `replaces`
+/// when the catalog gains a version (its dependency too, along its own graph); a channel
+/// whose head does not replace what runs, a narrower range and a catalog that drops the
+/// installed bundle all leave the running operator exactly as it is, with
+/// `Progressing=False` (`UpgradeBlocked`) saying why; `SelfCertified` allows the downgrade.
+#[tokio::test]
+async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
+    let fixture = fixture().await;
+    let examples = &fixture.examples().await.published;
+    let _turn = exclusive().await;
+    let client = testkit::client().await;
+    let operators = Api::<PlatformOperator>::all(client.clone());
+    let catalog = testkit::unique_name("graph");
+    let name = testkit::unique_name("graph");
+    const DEMO: &str = "graph-demo";
+    const DEP: &str = "graph-dep";
+    let demo_child =
+        rukpak_api::names::bundle_deployment_name(&platform_api::package_bundle_deployment(DEMO));
+    let memcached = |version: &str| examples.bundle_image(MEMCACHED, version);
+    let agent = |version: &str| examples.bundle_image(METRICS, version);
+    let demo =
+        |version: &'static str, channel: &'static str, image: String, replaces| GraphBundle {
+            package: DEMO,
+            version,
+            channel,
+            image,
+            replaces,
+            requires: Some((DEP, ">=1.0.0")),
+        };
+    let dep = |version: &'static str, replaces| GraphBundle {
+        package: DEP,
+        version,
+        channel: "stable",
+        image: agent(if version == "1.0.0" { "1.0.0" } else { "1.1.0" }),
+        replaces,
+        requires: None,
+    };
+
+    // A fresh install: nothing installed, so no `installed` constraint.
+    publish_catalog(
+        fixture,
+        &client,
+        &catalog,
+        1,
+        &[
+            demo("0.1.0", "stable", memcached("0.1.0"), None),
+            dep("1.0.0", None),
+        ],
+    )
+    .await;
+    create(&client, &platform_operator(fixture, &name, DEMO, None)).await;
+    wait_installed_bundles(fixture, &client, &name, &[(DEMO, "0.1.0"), (DEP, "1.0.0")]).await;
+    let resolution = Api::<ActiveResolution>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    let constraints: Vec<(String, String)> = resolution
+        .spec
+        .constraints
+        .iter()
+        .filter_map(|c| c.installed.as_ref())
+        .map(|i| (i.name.clone(), i.version.clone()))
+        .collect();
+    assert_eq!(
+        constraints,
+        [
+            (DEMO.to_owned(), "0.1.0".to_owned()),
+            (DEP.to_owned(), "1.0.0".to_owned())
+        ]
+    );
+    let (deployment_uid, version) = running_operator(&client, &demo_child).await;
+    assert!(deployment_uid.is_some(), "the operator Deployment runs");
+    assert_eq!(version.as_deref(), Some("0.1.0"));
+
+    // (1) The catalog gains 0.2.0 replacing 0.1.0, and the dependency 1.1.0 replacing
+    // 1.0.0: both move along their own graph.
+    let v2 = |extra: Vec<GraphBundle<'static>>| {
+        let mut bundles = vec![
+            demo("0.1.0", "stable", memcached("0.1.0"), None),
+            demo("0.2.0", "stable", memcached("0.2.0"), Some("0.1.0")),
+            dep("1.0.0", None),
+            dep("1.1.0", Some("1.0.0")),
+        ];
+        bundles.extend(extra);
+        bundles
+    };
+    publish_catalog(fixture, &client, &catalog, 2, &v2(vec![])).await;
+    wait_installed_bundles(fixture, &client, &name, &[(DEMO, "0.2.0"), (DEP, "1.1.0")]).await;
+    let (uid, version) = running_operator(&client, &demo_child).await;
+    assert_eq!(uid, deployment_uid, "upgraded in place");
+    assert_eq!(version.as_deref(), Some("0.2.0"));
+    assert!(
+        child_image(
+            &Api::<BundleDeployment>::all(client.clone())
+                .get(&demo_child)
+                .await
+                .unwrap()
+        )
+        .ends_with(":v0.2.0")
+    );
+
+    // (6) The catalog deprecates the installed bundle and its channel: the conditions say
+    // so with the catalog's words, nothing moves, and they clear with the notices.
+    let notices = json!({
+        "schema": "olm.deprecations",
+        "package": DEMO,
+        "entries": [
+            {"reference": {"schema": "olm.bundle", "name": format!("{DEMO}.v0.2.0")}, "message": "0.2.0 leaks connections: move to 0.2.1 when it ships"},
+            {"reference": {"schema": "olm.channel", "name": "stable"}, "message": "stable is frozen: use the fast channel"},
+        ],
+    });
+    publish_fbc(
+        fixture,
+        &client,
+        &catalog,
+        20,
+        format!("{}\n{notices}", graph_catalog(&v2(vec![]))),
+    )
+    .await;
+    let deprecated = wait_po_condition(
+        fixture,
+        &client,
+        &name,
+        ("Deprecated", "True", None),
+        STATUS_TIMEOUT,
+    )
+    .await;
+    let conditions = deprecated.status.clone().unwrap().conditions;
+    let of = |type_: &str| kit::conditions::find(&conditions, type_).cloned().unwrap();
+    assert_eq!(
+        of("Deprecated").message,
+        "stable is frozen: use the fast channel; 0.2.0 leaks connections: move to 0.2.1 when it ships"
+    );
+    assert_eq!(
+        (
+            of("BundleDeprecated").status.as_str(),
+            of("ChannelDeprecated").status.as_str()
+        ),
+        ("True", "True")
+    );
+    assert_eq!(of("PackageDeprecated").status, "False");
+    assert_eq!(installed(&deprecated).unwrap().status, "True");
+    assert_eq!(
+        running_operator(&client, &demo_child).await,
+        (deployment_uid.clone(), Some("0.2.0".to_owned()))
+    );
+    publish_catalog(fixture, &client, &catalog, 21, &v2(vec![])).await;
+    wait_po_condition(
+        fixture,
+        &client,
+        &name,
+        ("Deprecated", "False", None),
+        STATUS_TIMEOUT,
+    )
+    .await;
+
+    // (2) A channel whose head (0.3.0) does not replace the installed 0.2.0: not taken.
+    publish_catalog(
+        fixture,
+        &client,
+        &catalog,
+        3,
+        &v2(vec![demo("0.3.0", "fast", memcached("0.2.0"), None)]),
+    )
+    .await;
+    edit_package(&operators, &name, json!({"channel": "fast"})).await;
+    let (_, message) = blocked_upgrade(fixture, &client, &name, "channel").await;
+    assert!(message.contains(&format!("{DEMO} 0.2.0")), "{message}");
+    assert!(message.contains("fast"), "{message}");
+    assert_eq!(
+        running_operator(&client, &demo_child).await,
+        (deployment_uid.clone(), Some("0.2.0".to_owned()))
+    );
+    wait_co(
+        fixture,
+        &client,
+        "Progressing",
+        "False",
+        "PlatformOperatorUpgradeBlocked",
+        &name,
+    )
+    .await;
+
+    // (3) A narrower range asks for a downgrade: refused, then allowed when the
+    // administrator self-certifies it.
+    edit_package(
+        &operators,
+        &name,
+        json!({"channel": null, "versionRange": "<0.2.0"}),
+    )
+    .await;
+    let (_, message) = blocked_upgrade(fixture, &client, &name, "range").await;
+    assert!(message.contains("<0.2.0"), "{message}");
+    assert_eq!(
+        running_operator(&client, &demo_child).await,
+        (deployment_uid.clone(), Some("0.2.0".to_owned()))
+    );
+    edit_package(
+        &operators,
+        &name,
+        json!({"upgradeConstraintPolicy": "SelfCertified"}),
+    )
+    .await;
+    wait_installed_bundles(fixture, &client, &name, &[(DEMO, "0.1.0"), (DEP, "1.1.0")]).await;
+    assert_eq!(
+        running_operator(&client, &demo_child).await.1.as_deref(),
+        Some("0.1.0")
+    );
+
+    // Back under the catalog's graph with no range: 0.1.0 moves to its successor 0.2.0,
+    // not to the fast channel's 0.3.0.
+    edit_package(
+        &operators,
+        &name,
+        json!({"upgradeConstraintPolicy": null, "versionRange": null}),
+    )
+    .await;
+    wait_installed_bundles(fixture, &client, &name, &[(DEMO, "0.2.0"), (DEP, "1.1.0")]).await;
+
+    // (4) The catalog drops the installed bundle: nothing is uninstalled or moved.
+    publish_catalog(
+        fixture,
+        &client,
+        &catalog,
+        4,
+        &[
+            demo("0.3.0", "stable", memcached("0.2.0"), None),
+            dep("1.0.0", None),
+            dep("1.1.0", Some("1.0.0")),
+        ],
+    )
+    .await;
+    let (blocked, message) = blocked_upgrade(fixture, &client, &name, "bundle dropped").await;
+    assert!(message.contains("0.2.0"), "{message}");
+    assert_eq!(
+        running_operator(&client, &demo_child).await,
+        (deployment_uid.clone(), Some("0.2.0".to_owned()))
+    );
+    let status = blocked.status.unwrap();
+    assert_eq!(
+        status.installed_bundles.len(),
+        2,
+        "{:?}",
+        status.installed_bundles
+    );
+
+    delete_and_wait_gone(fixture, &client, &name).await;
+    Api::<deppy_api::Catalog>::all(client.clone())
+        .delete(&catalog, &DeleteParams::default())
+        .await
+        .unwrap();
 }

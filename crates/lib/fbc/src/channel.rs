@@ -30,6 +30,18 @@ pub enum ChannelError {
     Stranded(Vec<String>),
 }
 
+impl ChannelError {
+    /// Whether the entries are all there but their upgrade edges do not form one graph with
+    /// one head (a cycle, several heads, stranded entries). Such a channel spoils only its
+    /// own package: [`crate::CatalogIndex`] keeps serving the rest of the catalog.
+    pub fn is_graph_error(&self) -> bool {
+        matches!(
+            self,
+            Self::Cycle(_) | Self::MultipleHeads(_) | Self::Stranded(_)
+        )
+    }
+}
+
 /// A validated channel with its head and upgrade edges.
 ///
 /// An entry `E` is an upgrade target ("successor") of bundle `X` when `E` replaces `X`, lists

@@ -154,6 +154,25 @@ pub enum IndexError {
     },
 }
 
+/// The deprecation notices that apply to a package, a channel of it and a bundle of it (see
+/// [`CatalogIndex::deprecation`]): each message, or `None` when that level is not deprecated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deprecation<'a> {
+    /// The notice on the whole package.
+    pub package: Option<&'a str>,
+    /// The notice on the channel.
+    pub channel: Option<&'a str>,
+    /// The notice on the bundle.
+    pub bundle: Option<&'a str>,
+}
+
+impl Deprecation<'_> {
+    /// Whether any notice applies (operator-controller's `Deprecated` condition).
+    pub fn is_deprecated(&self) -> bool {
+        self.package.is_some() || self.channel.is_some() || self.bundle.is_some()
+    }
+}
+
 /// A catalog that breaks one or more rules; every problem found is listed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogError {
@@ -199,6 +218,11 @@ pub enum LoadError {
 /// exists; every package has a channel; every bundle has an image (or inline objects) and is
 /// in some channel; every channel graph is valid ([`ChannelGraph`]); at most one
 /// `olm.deprecations` per package, whose entries name existing channels and bundles, once.
+///
+/// One exception: a channel whose entries all exist but whose upgrade edges are broken (a
+/// cycle, several heads, stranded entries) does not fail the catalog. It makes its package
+/// unusable for resolution ([`CatalogIndex::package_problems`]) and every other package of the
+/// catalog stays served, so that one publisher's mistake does not take a whole catalog away.
 #[derive(Debug, Clone)]
 pub struct CatalogIndex {
     catalog: Catalog,
@@ -217,6 +241,9 @@ struct PackageIndex {
     package_deprecation: Option<String>,
     channel_deprecations: HashMap<String, String>,
     bundle_deprecations: HashMap<String, String>,
+    /// Channels whose upgrade graph is invalid ([`ChannelError::is_graph_error`]), as
+    /// [`IndexError::Channel`]; the package cannot be resolved from this catalog.
+    problems: Vec<IndexError>,
 }
 
 impl CatalogIndex {
@@ -419,6 +446,46 @@ impl CatalogIndex {
             .collect()
     }
 
+    /// Why `package` must not be resolved from this catalog: its channels whose upgrade graph
+    /// is invalid (a cycle, several heads, stranded entries), each an [`IndexError::Channel`]
+    /// naming the channel and the bundles. Empty for a sound (or unknown) package.
+    ///
+    /// Such channels are left out of [`CatalogIndex::channels`] and
+    /// [`CatalogIndex::channel_graph`]; the package's bundles stay listed, so that what was
+    /// installed from it can still be looked up.
+    pub fn package_problems(&self, package: &str) -> &[IndexError] {
+        self.packages
+            .get(package)
+            .map_or(&[][..], |p| p.problems.as_slice())
+    }
+
+    /// The packages with an invalid channel graph and their problems (see
+    /// [`CatalogIndex::package_problems`]), by package name.
+    pub fn unusable_packages(&self) -> impl Iterator<Item = (&str, &[IndexError])> {
+        self.packages
+            .iter()
+            .filter(|(_, p)| !p.problems.is_empty())
+            .map(|(name, p)| (name.as_str(), p.problems.as_slice()))
+    }
+
+    /// Every deprecation notice that applies to a choice of `package`, optionally narrowed to
+    /// a `channel` and a `bundle` (by name): the package's own, the channel's and the
+    /// bundle's, each with its message. This is what a status reports as `Deprecated`,
+    /// `PackageDeprecated`, `ChannelDeprecated` and `BundleDeprecated`, and what ranks a
+    /// candidate last among otherwise equal ones.
+    pub fn deprecation(
+        &self,
+        package: &str,
+        channel: Option<&str>,
+        bundle: Option<&str>,
+    ) -> Deprecation<'_> {
+        Deprecation {
+            package: self.package_deprecation(package),
+            channel: channel.and_then(|channel| self.channel_deprecation(package, channel)),
+            bundle: bundle.and_then(|bundle| self.bundle_deprecation(package, bundle)),
+        }
+    }
+
     /// The deprecation message of the whole package, if deprecated.
     pub fn package_deprecation(&self, package: &str) -> Option<&str> {
         self.packages.get(package)?.package_deprecation.as_deref()
@@ -516,12 +583,23 @@ fn index_channels(
             Ok(graph) => {
                 index.channels.insert(channel.name.clone(), (i, graph));
             }
-            Err(source) => problems.push(IndexError::Channel {
-                package: channel.package.clone(),
-                channel: channel.name.clone(),
-                location: channel.location.clone(),
-                source,
-            }),
+            Err(source) => {
+                let graph_error = source.is_graph_error();
+                let problem = IndexError::Channel {
+                    package: channel.package.clone(),
+                    channel: channel.name.clone(),
+                    location: channel.location.clone(),
+                    source,
+                };
+                // A broken upgrade graph spoils its package, not the whole catalog: the
+                // package is kept out of resolution (see `package_problems`) and every
+                // other package stays usable.
+                if graph_error {
+                    index.problems.push(problem);
+                } else {
+                    problems.push(problem);
+                }
+            }
         }
     }
 }

@@ -5,7 +5,9 @@
 //!   problems are [`ParseError`]s naming the file and document.
 //! - [`CatalogIndex::new`] checks the rules that span blobs (duplicates, references, channel
 //!   graphs) and answers lookups: packages and default channels, bundles by package, name and
-//!   provided API, deprecations, and upgrade successors.
+//!   provided API, deprecations, and upgrade successors. A package whose upgrade graph is
+//!   broken (a cycle, two heads) is set aside ([`CatalogIndex::package_problems`]) rather
+//!   than failing the whole catalog.
 //! - [`ChannelGraph`] holds one channel's head and replaces/skips/skipRange edges.
 //! - [`VersionRange`] is a hand-written parser for the range syntax of blang/semver and
 //!   Masterminds/semver, with either library's pre-release semantics ([`PrereleasePolicy`]).
@@ -30,7 +32,7 @@ pub use channel::{ChannelError, ChannelGraph};
 pub use constraint::{Constraint, ConstraintError, ConstraintExpr, ConstraintParseError};
 pub use error::ParseError;
 pub use ignore::INDEX_IGNORE;
-pub use index::{CatalogError, CatalogIndex, IndexError, LoadError};
+pub use index::{CatalogError, CatalogIndex, Deprecation, IndexError, LoadError};
 pub use location::Location;
 pub use model::{
     Bundle, Catalog, Channel, ChannelEntry, DeprecationEntry, DeprecationReference, Deprecations,

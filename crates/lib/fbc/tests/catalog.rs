@@ -256,6 +256,30 @@ fn deprecations_are_looked_up_per_package_channel_and_bundle() {
 }
 
 #[test]
+fn one_lookup_answers_every_deprecation_level_of_a_choice() {
+    let index = index();
+    let old = index.deprecation("etcd", Some("alpha"), Some("etcdoperator.v0.6.1"));
+    assert!(old.is_deprecated());
+    assert_eq!(old.package, None);
+    assert_eq!(
+        old.channel,
+        Some("The alpha channel is no longer updated; use stable.")
+    );
+    assert!(old.bundle.unwrap().contains("end of life"));
+
+    let current = index.deprecation("etcd", Some("stable"), Some("etcdoperator.v0.9.4"));
+    assert_eq!(current, fbc::Deprecation::default());
+    assert!(!current.is_deprecated());
+
+    let whole = index.deprecation("etcd-backup", None, None);
+    assert!(whole.package.is_some() && whole.is_deprecated());
+    assert_eq!(
+        index.deprecation("nope", Some("x"), Some("y")),
+        fbc::Deprecation::default()
+    );
+}
+
+#[test]
 fn unknown_properties_are_kept_and_csv_metadata_is_typed() {
     let index = index();
     let bundle = index

@@ -404,10 +404,9 @@ fn a_catalog_error_lists_every_problem_with_its_cause() {
         ("p.yaml", PACKAGE),
         (
             "c.yaml",
-            channel("stable", &["name: foo.v1", "name: foo.v2"]).as_str(),
+            channel("stable", &["name: foo.v1", "name: foo.v1"]).as_str(),
         ),
         ("b1.yaml", bundle("foo.v1", "1.0.0").as_str()),
-        ("b2.yaml", bundle("foo.v2", "2.0.0").as_str()),
         (
             "x.yaml",
             "schema: olm.channel\npackage: ghost\nname: stable\nentries: [{name: g}]\n",
@@ -419,8 +418,89 @@ fn a_catalog_error_lists_every_problem_with_its_cause() {
     assert_eq!(err.problems.len(), 2, "{err}");
     let text = err.to_string();
     assert!(text.contains("2 problems"), "{text}");
-    assert!(text.contains("several heads: foo.v1, foo.v2"), "{text}");
+    assert!(
+        text.contains("entry \"foo.v1\" appears more than once"),
+        "{text}"
+    );
     assert!(text.contains("unknown package \"ghost\""), "{text}");
+}
+
+/// A package called `name` with channel `stable` made of `entries`, one bundle per entry
+/// (`<name>.v<version>`), as one file.
+fn package_file(name: &str, entries: &[(&str, &str)]) -> String {
+    let mut out = format!(
+        "---\nschema: olm.package\nname: {name}\ndefaultChannel: stable\n\
+         ---\nschema: olm.channel\npackage: {name}\nname: stable\nentries:\n"
+    );
+    for (version, edges) in entries {
+        out.push_str(&format!("- name: {name}.v{version}\n"));
+        if !edges.is_empty() {
+            out.push_str(&format!("  {edges}\n"));
+        }
+    }
+    for (version, _) in entries {
+        out.push_str(&format!(
+            "---\nschema: olm.bundle\npackage: {name}\nname: {name}.v{version}\n\
+             image: example.com/{name}:{version}\nproperties:\n\
+             - {{type: olm.package, value: {{packageName: {name}, version: {version}}}}}\n"
+        ));
+    }
+    out
+}
+
+#[test]
+fn a_channel_with_a_cycle_or_two_heads_sets_its_package_aside_and_keeps_the_rest() {
+    let looped = package_file(
+        "looped",
+        &[
+            ("1.0.0", "replaces: looped.v1.1.0"),
+            ("1.1.0", "replaces: looped.v1.0.0"),
+        ],
+    );
+    let forked = package_file(
+        "forked",
+        &[
+            ("1.0.0", ""),
+            ("1.1.0", "replaces: forked.v1.0.0"),
+            ("2.0.0", ""),
+        ],
+    );
+    let sound = package_file(
+        "sound",
+        &[("1.0.0", ""), ("1.1.0", "replaces: sound.v1.0.0")],
+    );
+    let index = CatalogIndex::from_files([
+        ("looped.yaml", looped.as_str()),
+        ("forked.yaml", forked.as_str()),
+        ("sound.yaml", sound.as_str()),
+    ])
+    .unwrap();
+
+    assert!(index.package_problems("sound").is_empty());
+    assert!(index.channel_graph("sound", "stable").is_some());
+    let unusable: Vec<&str> = index.unusable_packages().map(|(name, _)| name).collect();
+    assert_eq!(unusable, ["forked", "looped"]);
+
+    let [problem] = index.package_problems("looped") else {
+        panic!("{:?}", index.package_problems("looped"));
+    };
+    assert!(matches!(problem,
+        IndexError::Channel { channel, source: ChannelError::Cycle(path), .. }
+            if channel == "stable" && path == &["looped.v1.0.0", "looped.v1.1.0", "looped.v1.0.0"]));
+    assert_eq!(
+        problem.to_string(),
+        "looped.yaml document 2 (olm.channel \"stable\"): invalid channel \"stable\" of \
+         package \"looped\""
+    );
+    let [problem] = index.package_problems("forked") else {
+        panic!("{:?}", index.package_problems("forked"));
+    };
+    assert!(matches!(problem,
+        IndexError::Channel { source: ChannelError::MultipleHeads(heads), .. }
+            if heads == &["forked.v1.1.0", "forked.v2.0.0"]));
+    // The broken channel is not offered, but the bundles can still be looked up.
+    assert!(index.channel_graph("forked", "stable").is_none());
+    assert!(index.bundle("forked", "forked.v2.0.0").is_some());
 }
 
 #[test]

@@ -126,7 +126,10 @@ async fn reconcile(resolution: Arc<ActiveResolution>, ctx: Arc<Context>) -> Resu
 
 /// The outcome of one resolution, before it becomes status.
 enum Outcome {
-    Resolved(Vec<String>),
+    Resolved {
+        selections: Vec<String>,
+        deprecations: Vec<deppy_api::SelectionDeprecation>,
+    },
     Failed {
         reason: &'static str,
         message: String,
@@ -144,9 +147,13 @@ async fn reconcile_resolution(
     let mut next = current.clone();
     next.observed_generation = generation;
     let (value, reason, message) = match outcome {
-        Outcome::Resolved(selections) => {
+        Outcome::Resolved {
+            selections,
+            deprecations,
+        } => {
             let message = format!("resolved {} bundles", selections.len());
             next.selections = selections;
+            next.deprecations = deprecations;
             (status::TRUE, reasons::SUCCEEDED, message)
         }
         Outcome::Failed { reason, message } => (status::FALSE, reason, message),
@@ -186,6 +193,7 @@ fn status_patch(resolution: &ActiveResolution, next: &ActiveResolutionStatus) ->
         "metadata": { "resourceVersion": resolution.resource_version() },
         "status": {
             "selections": next.selections,
+            "deprecations": next.deprecations,
             "observedGeneration": next.observed_generation,
             "conditions": next.conditions,
         }
@@ -230,20 +238,27 @@ async fn resolve(resolution: &ActiveResolution, ctx: &Context) -> Result<Outcome
         });
     }
     let request = Request::new(constraints).with_sources(resolution.spec.sources.clone());
+    let kube_version = ctx.kube_version();
     // Solving is CPU-bound and may take long on large catalogs: keep it off the runtime's
     // workers that drive the watches.
     let result = tokio::task::spawn_blocking(move || {
         let named = catalogs.iter().map(|(name, served)| {
             NamedCatalog::new(name, &served.index).with_priority(served.priority)
         });
-        Resolver::new(named)?.resolve(&request)
+        let resolver = Resolver::new(named)?.with_kube_version(kube_version);
+        let resolved = resolver.resolve(&request)?;
+        let deprecations = resolver.deprecations(&resolved);
+        Ok((resolved, deprecations))
     })
     .await
     .map_err(|err| Error::Task(name.clone(), err))?;
     match result {
-        Ok(resolved) => {
+        Ok((resolved, deprecations)) => {
             ctx.metrics.observe("success", &resolved.stats);
-            Ok(Outcome::Resolved(resolved.selection_strings()))
+            Ok(Outcome::Resolved {
+                selections: resolved.selection_strings(),
+                deprecations,
+            })
         }
         Err(ResolveError::NotSatisfiable(unsatisfiable)) => {
             ctx.metrics.observe("not_satisfiable", &unsatisfiable.stats);

@@ -6,6 +6,7 @@
 //! still describes the current spec is read back from the content store instead of fetched.
 //! When a fetch fails, a catalog already served keeps being served (its last good content).
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -383,10 +384,37 @@ fn set_serving(
         TYPE_SERVING,
         status::TRUE,
         reasons::SERVING,
-        &format!("serving {packages} packages, {bundles} bundles"),
+        &serving_message(index, packages, bundles),
         generation,
         now,
     );
+}
+
+/// How many packages with a broken upgrade graph the Serving message names one by one.
+const NAMED_UNUSABLE_PACKAGES: usize = 5;
+
+/// `serving N packages, M bundles`, then each package whose upgrade graph is broken (and so
+/// is not resolved from this catalog) with why.
+fn serving_message(index: &CatalogIndex, packages: usize, bundles: usize) -> String {
+    let mut message = format!("serving {packages} packages, {bundles} bundles");
+    let unusable: Vec<(&str, &[fbc::IndexError])> = index.unusable_packages().collect();
+    for (package, problems) in unusable.iter().take(NAMED_UNUSABLE_PACKAGES) {
+        let problems: Vec<String> = problems.iter().map(|p| error_chain(p)).collect();
+        let _ = write!(
+            message,
+            "; package {package} cannot be resolved until the catalog is fixed: {}",
+            problems.join("; ")
+        );
+    }
+    if let Some(more) = unusable.len().checked_sub(NAMED_UNUSABLE_PACKAGES)
+        && more > 0
+    {
+        let _ = write!(
+            message,
+            "; {more} more packages cannot be resolved for the same reason"
+        );
+    }
+    message
 }
 
 /// Reads the Catalog's source, unless what is served (or stored) is still current.
@@ -621,6 +649,53 @@ fn remaining(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_serving_message_names_packages_whose_upgrade_graph_is_broken() {
+        let package = |name: &str, heads: &[&str]| {
+            let mut file = format!(
+                "---\nschema: olm.package\nname: {name}\n---\nschema: olm.channel\n\
+                 package: {name}\nname: stable\nentries:\n"
+            );
+            for head in heads {
+                file.push_str(&format!("- name: {name}.v{head}\n"));
+            }
+            for head in heads {
+                file.push_str(&format!(
+                    "---\nschema: olm.bundle\npackage: {name}\nname: {name}.v{head}\n\
+                     image: example.com/{name}:{head}\nproperties:\n\
+                     - {{type: olm.package, value: {{packageName: {name}, version: {head}}}}}\n"
+                ));
+            }
+            file
+        };
+        let sound = CatalogIndex::from_files([("a.yaml", package("a", &["1.0.0"]))]).unwrap();
+        assert_eq!(
+            serving_message(&sound, 1, 1),
+            "serving 1 packages, 1 bundles"
+        );
+        let mut files = vec![("a.yaml".to_owned(), package("a", &["1.0.0"]))];
+        for i in 0..7 {
+            let name = format!("forked{i}");
+            files.push((format!("{name}.yaml"), package(&name, &["1.0.0", "2.0.0"])));
+        }
+        let index = CatalogIndex::from_files(files).unwrap();
+        let message = serving_message(&index, 8, 15);
+        assert!(
+            message.starts_with(
+                "serving 8 packages, 15 bundles; package forked0 cannot be resolved until the \
+                 catalog is fixed: forked0.yaml document 2 (olm.channel \"stable\"): invalid \
+                 channel \"stable\" of package \"forked0\": channel has several heads: \
+                 forked0.v1.0.0, forked0.v2.0.0; package forked1 "
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("forked5"), "{message}");
+        assert!(
+            message.ends_with("; 2 more packages cannot be resolved for the same reason"),
+            "{message}"
+        );
+    }
 
     #[test]
     fn only_tag_references_are_polled() {

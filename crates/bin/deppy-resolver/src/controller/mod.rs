@@ -5,7 +5,9 @@
 //! index in [`ServedCatalogs`]. The ActiveResolution controller resolves each
 //! ActiveResolution against those indexes with [`crate::Resolver`] and writes
 //! `status.selections` and the `Resolved` condition. Whenever the set of served catalogs
-//! changes, every ActiveResolution is resolved again.
+//! changes, every ActiveResolution is resolved again. Bundles whose `minKubeVersion` is
+//! above the cluster's version are not selected; the version is read from the API server at
+//! start-up and hourly (one request each), and a change also resolves everything again.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -25,6 +27,8 @@ use tokio_util::sync::CancellationToken;
 use kit::admin::Readiness;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::Backoff;
+
+use crate::KubeVersion;
 
 mod active_resolution;
 mod catalog;
@@ -178,12 +182,60 @@ pub struct Context {
     /// Tells the ActiveResolution controller that the served catalogs changed. Capacity one:
     /// a pending notice already covers any later change.
     changed: mpsc::Sender<()>,
+    /// The cluster's Kubernetes version, for bundles' `minKubeVersion`; `None` until the API
+    /// server has told it (and then resolutions do not check `minKubeVersion`).
+    kube_version: RwLock<Option<KubeVersion>>,
 }
 
 impl Context {
     fn notify_catalogs_changed(&self) {
         // Full means a notice is already pending; closed means the other controller stopped.
         let _ = self.changed.try_send(());
+    }
+
+    /// The cluster's Kubernetes version, when known.
+    fn kube_version(&self) -> Option<KubeVersion> {
+        *self
+            .kube_version
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Asks the API server for its version (one GET /version) and records it; true when it
+    /// was read. A change re-resolves every ActiveResolution, as a catalog change does.
+    async fn refresh_kube_version(&self) -> bool {
+        let info = match self.client.apiserver_version().await {
+            Ok(info) => info,
+            Err(err) => {
+                tracing::warn!(
+                    error = %error_chain(&err),
+                    "failed to read the cluster's Kubernetes version; bundles' minKubeVersion is not checked until it is known"
+                );
+                return false;
+            }
+        };
+        let version = match info.git_version.parse::<KubeVersion>() {
+            Ok(version) => version,
+            Err(err) => {
+                tracing::warn!(
+                    error = %error_chain(&err),
+                    "the API server reports a version that cannot be read; bundles' minKubeVersion is not checked"
+                );
+                return false;
+            }
+        };
+        let previous = self
+            .kube_version
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(version);
+        if previous != Some(version) {
+            tracing::info!(kubernetes = %version, "checking bundles' minKubeVersion against the cluster's version");
+            if previous.is_some() {
+                self.notify_catalogs_changed();
+            }
+        }
+        true
     }
 
     /// Emits an Event for each condition whose status or reason changed.
@@ -219,6 +271,7 @@ pub async fn run(
         backoff: Backoff::default(),
         reconciled: std::sync::Mutex::default(),
         changed,
+        kube_version: RwLock::new(None),
     });
     let notices = futures::stream::unfold(notices, |mut notices| async move {
         notices.recv().await.map(|()| ((), notices))
@@ -241,11 +294,40 @@ pub async fn run(
     futures::join!(
         catalog::run(ctx.clone(), catalogs, catalog_store, shutdown.clone()),
         async {
-            if loaded.await {
-                active_resolution::run(ctx.clone(), resolutions, notices, shutdown.clone()).await;
+            // The version is read while the catalogs load, so that the first resolutions
+            // already check minKubeVersion.
+            let (loaded, known) = futures::join!(loaded, ctx.refresh_kube_version());
+            if loaded {
+                futures::join!(
+                    active_resolution::run(ctx.clone(), resolutions, notices, shutdown.clone()),
+                    keep_kube_version(&ctx, known, &shutdown),
+                );
             }
         },
     );
+}
+
+/// How often the cluster's Kubernetes version is read again once known: it changes only when
+/// the control plane is upgraded, and each read is one request.
+const KUBE_VERSION_REFRESH: Duration = Duration::from_secs(60 * 60);
+
+/// How soon a failed read of the version is retried.
+const KUBE_VERSION_RETRY: Duration = Duration::from_secs(60);
+
+/// Reads the cluster's version again every [`KUBE_VERSION_REFRESH`] (every
+/// [`KUBE_VERSION_RETRY`] while it is unknown) until `shutdown`.
+async fn keep_kube_version(ctx: &Context, mut known: bool, shutdown: &CancellationToken) {
+    loop {
+        let wait = if known {
+            KUBE_VERSION_REFRESH
+        } else {
+            KUBE_VERSION_RETRY
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => known = ctx.refresh_kube_version().await,
+            () = shutdown.cancelled() => return,
+        }
+    }
 }
 
 /// How long resolving waits at startup for the catalogs to load.

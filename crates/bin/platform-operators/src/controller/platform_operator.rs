@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deppy_api::{ActiveResolution, Constraint, PackageRequirement};
+use deppy_api::ActiveResolution;
 use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
@@ -25,14 +25,17 @@ use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition};
 use kit::retry::{Classify, Retry};
-use platform_api::conditions::{TYPE_INSTALLED, reasons};
-use platform_api::{ActiveBundleDeployment, PlatformOperator, PlatformOperatorStatus};
+use platform_api::conditions::{TYPE_DEPRECATED, TYPE_INSTALLED, TYPE_PROGRESSING, reasons};
+use platform_api::{
+    ActiveBundleDeployment, InstalledBundle, PlatformOperator, PlatformOperatorStatus,
+};
 use rukpak_api::BundleDeployment;
 
 use super::{Caches, Context, MANAGER, error_chain};
 use crate::names;
 use crate::ownership::{self, Ownership};
-use crate::status::{self, Installed, Observed};
+use crate::status::{self, Installed, Observed, OperatorCondition};
+use crate::upgrade;
 
 /// The activator class of the ActiveResolutions this controller creates.
 pub const ACTIVATOR_CLASS: &str = "PlatformOperator";
@@ -184,26 +187,88 @@ async fn reconcile_operator(operator: &PlatformOperator, ctx: &Context) -> Resul
         return Ok(Action::await_change());
     }
     let name = operator.name_any();
-    let (installed, failure) = match ownership::decide(&ctx.caches, operator) {
+    let chain = Chain::read(operator, ctx);
+    let mut resolution = None;
+    let mut duplicate = None;
+    let mut failure = None;
+    match ownership::decide(&ctx.caches, operator) {
         Ownership::Duplicate(message) => {
             remove_resolution(operator, ctx).await?;
-            (Installed::duplicate(message), None)
+            duplicate = Some(message);
         }
-        Ownership::Proceed => match ensure_resolution(operator, ctx).await {
-            Ok(resolution) => (observe(operator, resolution.as_deref(), ctx), None),
-            Err(err) => {
-                let installed = Installed::install_failed(error_chain(&err));
-                (installed, Some(err))
-            }
+        Ownership::Proceed => match ensure_resolution(operator, &chain.installed, ctx).await {
+            Ok(ensured) => resolution = ensured,
+            Err(err) => failure = Some(err),
         },
+    }
+    let children = chain.borrowed_children();
+    let observed = Observed {
+        name: &name,
+        resolution: resolution.as_deref(),
+        wrapper: chain.wrapper.as_deref(),
+        children: &children,
+        installed: &chain.installed,
     };
-    write_status(operator, &installed, ctx).await?;
+    let installed = match (duplicate, &failure) {
+        (Some(message), _) => Installed::duplicate(message),
+        (None, Some(err)) => Installed::install_failed(error_chain(err)),
+        (None, None) => observe(operator, &observed, ctx),
+    };
+    let progressing = status::progressing(&observed, &installed);
+    let mut conditions = vec![installed.condition(), progressing.condition()];
+    conditions.extend(status::deprecation_conditions(
+        observed.resolution,
+        &operator.spec.package.name,
+    ));
+    write_status(operator, &installed, &conditions, &chain.installed, ctx).await?;
     match failure {
         Some(err) => Err(err),
         None => {
             tracing::debug!(platform_operator = %name, reason = %installed.reason, "reconciled");
             Ok(Action::requeue(ctx.settings.resync))
         }
+    }
+}
+
+/// The cached chain below a PlatformOperator: its wrapper BundleDeployment, the children
+/// the wrapper applied, and what they have installed.
+struct Chain {
+    wrapper: Option<Arc<BundleDeployment>>,
+    children: Vec<(String, Option<Arc<BundleDeployment>>)>,
+    installed: Vec<InstalledBundle>,
+}
+
+impl Chain {
+    fn read(operator: &PlatformOperator, ctx: &Context) -> Self {
+        let name = operator.name_any();
+        let wrapper = ctx
+            .caches
+            .deployments
+            .get(&ObjectRef::new(&names::wrapper(&name)));
+        let children = wrapper
+            .as_deref()
+            .map(|w| ctx.caches.children(w))
+            .unwrap_or_default();
+        let resolution = ctx.caches.resolutions.get(&ObjectRef::new(&name));
+        let previous = upgrade::previously_installed(
+            resolution
+                .as_deref()
+                .filter(|r| ownership::is_owned_by(r, operator)),
+        );
+        let mut chain = Self {
+            wrapper,
+            children,
+            installed: Vec::new(),
+        };
+        chain.installed = upgrade::installed_bundles(&chain.borrowed_children(), &previous);
+        chain
+    }
+
+    fn borrowed_children(&self) -> Vec<(String, Option<&BundleDeployment>)> {
+        self.children
+            .iter()
+            .map(|(name, child)| (name.clone(), child.as_deref()))
+            .collect()
     }
 }
 
@@ -225,8 +290,12 @@ impl Installed {
     }
 }
 
-/// The ActiveResolution this PlatformOperator needs.
-pub fn desired_resolution(operator: &PlatformOperator) -> Option<ActiveResolution> {
+/// The ActiveResolution this PlatformOperator needs, given what it has installed (see
+/// [`upgrade::constraints`]).
+pub fn desired_resolution(
+    operator: &PlatformOperator,
+    installed: &[InstalledBundle],
+) -> Option<ActiveResolution> {
     let owner = OwnerReference {
         api_version: PlatformOperator::api_version(&()).into_owned(),
         kind: PlatformOperator::kind(&()).into_owned(),
@@ -235,19 +304,11 @@ pub fn desired_resolution(operator: &PlatformOperator) -> Option<ActiveResolutio
         controller: Some(true),
         block_owner_deletion: Some(true),
     };
-    let package = &operator.spec.package;
     let mut resolution = ActiveResolution::new(
         &operator.name_any(),
         deppy_api::ActiveResolutionSpec {
             sources: Vec::new(),
-            constraints: vec![Constraint {
-                required: Some(PackageRequirement {
-                    name: package.name.clone(),
-                    version_range: package.version_range.clone(),
-                    channel: package.channel.clone(),
-                }),
-                ..Constraint::default()
-            }],
+            constraints: upgrade::constraints(operator, installed),
         },
     );
     let meta = resolution.meta_mut();
@@ -284,10 +345,12 @@ fn up_to_date(existing: &ActiveResolution, desired: &ActiveResolution) -> bool {
 /// behind a write just made: its watch event reconciles again).
 async fn ensure_resolution(
     operator: &PlatformOperator,
+    installed: &[InstalledBundle],
     ctx: &Context,
 ) -> Result<Option<Arc<ActiveResolution>>, Error> {
     let name = operator.name_any();
-    let desired = desired_resolution(operator).ok_or_else(|| Error::NoUid(name.clone()))?;
+    let desired =
+        desired_resolution(operator, installed).ok_or_else(|| Error::NoUid(name.clone()))?;
     let existing = ctx.caches.resolutions.get(&ObjectRef::new(&name));
     if let Some(existing) = &existing {
         if !ownership::is_owned_by(existing, operator) {
@@ -341,33 +404,11 @@ async fn remove_resolution(operator: &PlatformOperator, ctx: &Context) -> Result
 }
 
 /// The `Installed` condition from the cached chain below the PlatformOperator.
-fn observe(
-    operator: &PlatformOperator,
-    resolution: Option<&ActiveResolution>,
-    ctx: &Context,
-) -> Installed {
-    let name = operator.name_any();
-    let wrapper = ctx
-        .caches
-        .deployments
-        .get(&ObjectRef::new(&names::wrapper(&name)));
-    let children = wrapper
-        .as_deref()
-        .map(|w| ctx.caches.children(w))
-        .unwrap_or_default();
-    let children: Vec<(String, Option<&BundleDeployment>)> = children
-        .iter()
-        .map(|(name, child)| (name.clone(), child.as_deref()))
-        .collect();
-    let installed = status::installed(&Observed {
-        name: &name,
-        resolution,
-        wrapper: wrapper.as_deref(),
-        children: &children,
-    });
+fn observe(operator: &PlatformOperator, observed: &Observed<'_>, ctx: &Context) -> Installed {
+    let installed = status::installed(observed);
     if !installed.installed
         && !installed.is_pending()
-        && let Some(resolution) = resolution
+        && let Some(resolution) = observed.resolution
         && let Some(message) = ownership::conflict(&ctx.caches, operator, resolution)
     {
         return Installed::duplicate(message);
@@ -375,11 +416,13 @@ fn observe(
     installed
 }
 
-/// Writes `status.conditions[Installed]`, `activeBundleDeployment` and
+/// Writes `conditions`, `installedBundles`, `activeBundleDeployment` and
 /// `observedGeneration` when they differ from what is stored.
 async fn write_status(
     operator: &PlatformOperator,
     installed: &Installed,
+    conditions: &[OperatorCondition],
+    bundles: &[InstalledBundle],
     ctx: &Context,
 ) -> Result<(), Error> {
     let name = operator.name_any();
@@ -387,17 +430,21 @@ async fn write_status(
     let current = operator.status.clone().unwrap_or_default();
     let mut next = current.clone();
     next.observed_generation = generation;
-    set_condition(
-        &mut next.conditions,
-        ConditionUpdate {
-            type_: TYPE_INSTALLED,
-            status: installed.status(),
-            reason: &installed.reason,
-            message: &installed.message,
-        },
-        generation,
-        &kit::conditions::now(),
-    );
+    let now = kit::conditions::now();
+    for condition in conditions {
+        set_condition(
+            &mut next.conditions,
+            ConditionUpdate {
+                type_: condition.type_,
+                status: condition.status,
+                reason: &condition.reason,
+                message: &condition.message,
+            },
+            generation,
+            &now,
+        );
+    }
+    next.installed_bundles = bundles.to_vec();
     next.active_bundle_deployment = active_bundle_deployment(operator, installed, ctx);
     if next == current {
         return Ok(());
@@ -409,6 +456,7 @@ async fn write_status(
             "conditions": next.conditions,
             "observedGeneration": next.observed_generation,
             "activeBundleDeployment": next.active_bundle_deployment,
+            "installedBundles": next.installed_bundles,
         }
     });
     Api::<PlatformOperator>::all(ctx.client.clone())
@@ -448,12 +496,19 @@ async fn announce(
 ) {
     for condition in kit::controller::changed_conditions(&before.conditions, &after.conditions, &[])
     {
-        if condition.type_ != TYPE_INSTALLED {
-            continue;
-        }
-        // Waiting for a resolution or an install is not a warning.
-        let warning = condition.status == kit::conditions::status::FALSE
-            && !status::is_pending_reason(&condition.reason);
+        // Installed changes, and a blocked upgrade (Progressing's other changes follow
+        // Installed's and would only repeat them).
+        let warning = match condition.type_.as_str() {
+            // Waiting for a resolution or an install is not a warning.
+            TYPE_INSTALLED => {
+                condition.status == kit::conditions::status::FALSE
+                    && !status::is_pending_reason(&condition.reason)
+            }
+            TYPE_PROGRESSING if status::is_blocked_reason(&condition.reason) => true,
+            // A catalog's deprecation notice is news an administrator should see once.
+            TYPE_DEPRECATED if condition.status == kit::conditions::status::TRUE => true,
+            _ => continue,
+        };
         kit::events::publish(
             &ctx.recorder,
             &operator.object_ref(&()),
@@ -479,6 +534,7 @@ mod tests {
                     name: "memcached-operator".into(),
                     channel: Some("stable".into()),
                     version_range: Some(">=0.1.0 <0.2.0".into()),
+                    upgrade_constraint_policy: Default::default(),
                 },
             },
         );
@@ -489,7 +545,7 @@ mod tests {
 
     #[test]
     fn the_resolution_requires_the_package_and_is_owned_by_the_platform_operator() {
-        let resolution = desired_resolution(&operator()).unwrap();
+        let resolution = desired_resolution(&operator(), &[]).unwrap();
         let value = serde_json::to_value(&resolution).unwrap();
         assert_eq!(value["metadata"]["name"], "memcached");
         assert_eq!(
@@ -520,12 +576,12 @@ mod tests {
     fn a_platform_operator_without_uid_has_no_resolution() {
         let mut operator = operator();
         operator.metadata.uid = None;
-        assert!(desired_resolution(&operator).is_none());
+        assert!(desired_resolution(&operator, &[]).is_none());
     }
 
     #[test]
     fn spec_and_label_changes_make_the_resolution_stale() {
-        let desired = desired_resolution(&operator()).unwrap();
+        let desired = desired_resolution(&operator(), &[]).unwrap();
         let mut existing = desired.clone();
         existing
             .annotations_mut()
@@ -538,13 +594,13 @@ mod tests {
         upgraded.spec.package.version_range = Some(">=0.2.0".into());
         assert!(!up_to_date(
             &existing,
-            &desired_resolution(&upgraded).unwrap()
+            &desired_resolution(&upgraded, &[]).unwrap()
         ));
         let mut relabelled = operator();
         relabelled.metadata.labels = None;
         assert!(!up_to_date(
             &existing,
-            &desired_resolution(&relabelled).unwrap()
+            &desired_resolution(&relabelled, &[]).unwrap()
         ));
     }
 

@@ -390,6 +390,7 @@ fn installed_follows_the_chain_from_resolution_to_children() {
             resolution,
             wrapper,
             children,
+            installed: &[],
         });
         assert_eq!(got.reason, reason, "{what}: {got:?}");
         assert!(
@@ -414,10 +415,174 @@ fn installed_follows_the_chain_from_resolution_to_children() {
                 ],
             )),
             children: &children_ok,
+            installed: &[],
         },
         "InstallSuccessful",
         "Successfully applied",
     );
+}
+
+fn bundle(package: &str, version: &str) -> InstalledBundle {
+    InstalledBundle {
+        package: package.into(),
+        version: version.into(),
+    }
+}
+
+fn unsatisfiable(reason: &str, generation: i64) -> ActiveResolution {
+    resolution(
+        generation,
+        vec![
+            cond(
+                "Resolved",
+                "False",
+                reason,
+                "package memcached-operator is installed at 0.2.0; nothing reachable is in range <0.2.0",
+                generation,
+            ),
+            cond(
+                "Activated",
+                "False",
+                "NotResolved",
+                "not activating",
+                generation,
+            ),
+        ],
+    )
+}
+
+#[test]
+fn an_unresolvable_spec_keeps_what_runs_installed_and_says_why_it_does_not_move() {
+    let blocked = unsatisfiable("ConstraintsNotSatisfiable", 3);
+    let wrapper = deployment("po", 2, good(2));
+    let child = deployment("package-memcached-operator", 1, good(1));
+    let children = vec![("package-memcached-operator".to_owned(), Some(&child))];
+    let running = [
+        bundle("memcached-operator", "0.2.0"),
+        bundle("metrics-agent", "1.1.0"),
+    ];
+    let observed = Observed {
+        name: "po",
+        resolution: Some(&blocked),
+        wrapper: Some(&wrapper),
+        children: &children,
+        installed: &running,
+    };
+    let got = installed(&observed);
+    assert_eq!(
+        (got.installed, got.reason.as_str()),
+        (true, "InstallSuccessful"),
+        "{got:?}"
+    );
+    let blocked_status = progressing(&observed, &got);
+    assert_eq!(
+        (blocked_status.status(), blocked_status.reason),
+        ("False", "UpgradeBlocked")
+    );
+    assert_eq!(
+        blocked_status.message,
+        "memcached-operator 0.2.0 and metrics-agent 1.1.0 keep running unchanged because the spec cannot be resolved: package memcached-operator is installed at 0.2.0; nothing reachable is in range <0.2.0"
+    );
+
+    // What runs is still watched: an unhealthy child shows while the upgrade is blocked.
+    let sick = deployment(
+        "package-memcached-operator",
+        1,
+        vec![
+            cond("HasValidBundle", "True", "UnpackSuccessful", "", 1),
+            cond("Installed", "True", "InstallationSucceeded", "", 1),
+            cond(
+                "Healthy",
+                "False",
+                "Unhealthy",
+                "Deployment m is not Available",
+                1,
+            ),
+        ],
+    );
+    let sick_children = vec![("package-memcached-operator".to_owned(), Some(&sick))];
+    let observed = Observed {
+        children: &sick_children,
+        ..observed
+    };
+    let got = installed(&observed);
+    assert_eq!((got.installed, got.reason.as_str()), (false, "Unhealthy"));
+    assert_eq!(progressing(&observed, &got).reason, "UpgradeBlocked");
+
+    // A catalog that is gone is not an upgrade graph: ResolutionFailed.
+    let unavailable = unsatisfiable("SourceUnavailable", 3);
+    let observed = Observed {
+        resolution: Some(&unavailable),
+        children: &children,
+        ..observed
+    };
+    let got = installed(&observed);
+    assert!(got.installed);
+    let failed = progressing(&observed, &got);
+    assert_eq!(
+        (failed.status(), failed.reason),
+        ("False", "ResolutionFailed")
+    );
+    assert!(
+        failed
+            .message
+            .starts_with("memcached-operator 0.2.0 and metrics-agent 1.1.0 keep running unchanged")
+    );
+}
+
+#[test]
+fn an_unresolvable_spec_with_nothing_installed_is_a_source_failure() {
+    let blocked = unsatisfiable("ConstraintsNotSatisfiable", 1);
+    let observed = Observed {
+        name: "po",
+        resolution: Some(&blocked),
+        wrapper: None,
+        children: &[],
+        installed: &[],
+    };
+    let got = installed(&observed);
+    assert_eq!(
+        (got.installed, got.reason.as_str()),
+        (false, "SourceFailed")
+    );
+    let failed = progressing(&observed, &got);
+    assert_eq!((failed.status(), failed.reason), ("False", "Failed"));
+    assert_eq!(failed.message, got.message);
+}
+
+#[test]
+fn progressing_follows_installed_otherwise() {
+    let ok = resolution(2, resolved(2));
+    let wrapper = deployment("po", 3, good(3));
+    let child = deployment("package-memcached-operator", 1, good(1));
+    let children = vec![("package-memcached-operator".to_owned(), Some(&child))];
+    let running = [bundle("memcached-operator", "0.1.0")];
+    let observed = Observed {
+        name: "po",
+        resolution: Some(&ok),
+        wrapper: Some(&wrapper),
+        children: &children,
+        installed: &running,
+    };
+    let got = installed(&observed);
+    let done = progressing(&observed, &got);
+    assert_eq!(
+        (done.status(), done.reason, done.message.as_str()),
+        (
+            "False",
+            "Succeeded",
+            "Installed memcached-operator 0.1.0 as the spec asks"
+        )
+    );
+    let pending = resolution(2, vec![]);
+    let observed = Observed {
+        resolution: Some(&pending),
+        ..observed
+    };
+    let got = installed(&observed);
+    let moving = progressing(&observed, &got);
+    assert_eq!((moving.status(), moving.reason), ("True", "Installing"));
+    assert_eq!(moving.message, got.message);
 }
 
 fn summary(name: &str, installed: Option<(bool, &str)>) -> Summary {
@@ -425,7 +590,45 @@ fn summary(name: &str, installed: Option<(bool, &str)>) -> Summary {
         name: name.into(),
         installed: installed.map(|(ok, reason)| (ok, reason.to_owned())),
         max_openshift_versions: vec![],
+        upgrade_blocked: false,
     }
+}
+
+#[test]
+fn a_blocked_upgrade_shows_on_progressing_not_on_availability() {
+    let blocked = Summary {
+        upgrade_blocked: true,
+        ..summary("memcached", Some((true, "InstallSuccessful")))
+    };
+    let conditions = cluster_operator_conditions(
+        &[
+            blocked.clone(),
+            summary("other", Some((true, "InstallSuccessful"))),
+        ],
+        None,
+    );
+    assert_eq!(find(&conditions, "Available").status, "True");
+    assert_eq!(find(&conditions, "Degraded").status, "False");
+    let progressing = find(&conditions, "Progressing");
+    assert_eq!(
+        (progressing.status, progressing.reason.as_str()),
+        ("False", "PlatformOperatorUpgradeBlocked")
+    );
+    assert!(
+        progressing.message.ends_with(": memcached"),
+        "{}",
+        progressing.message
+    );
+    // An install in flight is what Progressing reports first.
+    let conditions = cluster_operator_conditions(
+        &[blocked, summary("new", Some((false, "InstallPending")))],
+        None,
+    );
+    let progressing = find(&conditions, "Progressing");
+    assert_eq!(
+        (progressing.status, progressing.reason.as_str()),
+        ("True", "PlatformOperatorsInstalling")
+    );
 }
 
 fn find<'a>(conditions: &'a [DesiredCondition], type_: &str) -> &'a DesiredCondition {
@@ -516,6 +719,7 @@ fn upgradeable_compares_max_openshift_version_with_the_next_minor() {
         name: "memcached".into(),
         installed: Some((true, "InstallSuccessful".into())),
         max_openshift_versions: vec![("memcached-operator".into(), max.into())],
+        upgrade_blocked: false,
     };
     // (max, cluster version, Upgradeable, reason)
     let cases = [
@@ -720,4 +924,65 @@ fn packages_of_a_resolution_come_from_entities_else_selections() {
         ["memcached-operator", "metrics-agent"]
     );
     assert_eq!(selection_package("bad"), None);
+}
+
+#[test]
+fn deprecation_conditions_follow_the_notices_of_the_operators_own_selection() {
+    fn summary(conditions: &[OperatorCondition; 4]) -> Vec<(&str, &str, &str)> {
+        conditions
+            .iter()
+            .map(|c| (c.type_, c.status, c.reason.as_str()))
+            .collect()
+    }
+    // No resolution, or no notice: all four False.
+    for conditions in [
+        deprecation_conditions(None, "memcached-operator"),
+        deprecation_conditions(Some(&resolution(1, resolved(1))), "memcached-operator"),
+    ] {
+        assert_eq!(
+            summary(&conditions),
+            [
+                ("Deprecated", "False", "NotDeprecated"),
+                ("PackageDeprecated", "False", "NotDeprecated"),
+                ("ChannelDeprecated", "False", "NotDeprecated"),
+                ("BundleDeprecated", "False", "NotDeprecated"),
+            ]
+        );
+    }
+    let mut noticed = resolution(1, resolved(1));
+    noticed.status.as_mut().unwrap().deprecations = vec![
+        deppy_api::SelectionDeprecation {
+            package: "metrics-agent".into(),
+            channel: "stable".into(),
+            bundle: "metrics-agent.v1.1.0".into(),
+            package_message: Some("a dependency's notice is not ours".into()),
+            ..Default::default()
+        },
+        deppy_api::SelectionDeprecation {
+            package: "memcached-operator".into(),
+            channel: "alpha".into(),
+            bundle: "memcached-operator.v0.2.0".into(),
+            package_message: None,
+            channel_message: Some("alpha is retired: use stable".into()),
+            bundle_message: Some("0.2.0 loses data: upgrade to 0.2.1".into()),
+        },
+    ];
+    let conditions = deprecation_conditions(Some(&noticed), "memcached-operator");
+    assert_eq!(
+        summary(&conditions),
+        [
+            ("Deprecated", "True", "Deprecated"),
+            ("PackageDeprecated", "False", "NotDeprecated"),
+            ("ChannelDeprecated", "True", "Deprecated"),
+            ("BundleDeprecated", "True", "Deprecated"),
+        ]
+    );
+    assert_eq!(
+        conditions[0].message,
+        "alpha is retired: use stable; 0.2.0 loses data: upgrade to 0.2.1"
+    );
+    assert_eq!(
+        conditions[1].message,
+        "The catalog does not deprecate package memcached-operator"
+    );
 }

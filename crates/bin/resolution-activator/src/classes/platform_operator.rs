@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use kube::api::ObjectMeta;
 use rukpak_api::{
     BundleDeployment, BundleDeploymentSpec, BundleSource, BundleSpec, BundleTemplate,
-    CollisionProtection, ImageSource, REGISTRY_PROVISIONER_CLASS, SourceType,
+    CollisionProtection, ImageSource, REGISTRY_PROVISIONER_CLASS, SourceType, TemplateMetadata,
 };
 
 use super::{ActivatorClass, ClassError, Entity};
@@ -52,6 +52,18 @@ impl ActivatorClass for PlatformOperatorClass {
         let name = rukpak_api::names::bundle_deployment_name(
             &platform_api::package_bundle_deployment(&entity.selection.package),
         );
+        // On the template, so the Bundle made from it carries them too: once that Bundle
+        // is active, platform-operators reads from here what is installed.
+        let bundle_annotations = BTreeMap::from([
+            (
+                platform_api::PACKAGE_ANNOTATION.to_owned(),
+                entity.selection.package.clone(),
+            ),
+            (
+                platform_api::BUNDLE_VERSION_ANNOTATION.to_owned(),
+                entity.selection.version.clone(),
+            ),
+        ]);
         Ok(vec![BundleDeployment {
             metadata: ObjectMeta {
                 name: Some(name),
@@ -61,7 +73,10 @@ impl ActivatorClass for PlatformOperatorClass {
             spec: BundleDeploymentSpec {
                 provisioner_class_name: REGISTRY_PROVISIONER_CLASS.to_owned(),
                 template: BundleTemplate {
-                    metadata: None,
+                    metadata: Some(TemplateMetadata {
+                        labels: BTreeMap::new(),
+                        annotations: bundle_annotations,
+                    }),
                     spec: BundleSpec {
                         provisioner_class_name: REGISTRY_PROVISIONER_CLASS.to_owned(),
                         source: BundleSource {
@@ -121,6 +136,19 @@ mod tests {
         assert_eq!(
             spec.source.image.as_ref().unwrap().ref_,
             "r/memcached-bundle:v0.2.0"
+        );
+        let annotations = &child.spec.template.metadata.as_ref().unwrap().annotations;
+        assert_eq!(
+            annotations
+                .get(platform_api::PACKAGE_ANNOTATION)
+                .map(String::as_str),
+            Some("memcached-operator")
+        );
+        assert_eq!(
+            annotations
+                .get(platform_api::BUNDLE_VERSION_ANNOTATION)
+                .map(String::as_str),
+            Some("0.2.0")
         );
         assert!(child.metadata.annotations.is_none());
     }
