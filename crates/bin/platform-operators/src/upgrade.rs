@@ -6,8 +6,10 @@
 //! version it was made for (written by the resolution activator's PlatformOperator class),
 //! and that version counts as installed only once the Bundle of that very template is the
 //! child's active Bundle. While a child is moving to a new template (unpacking, applying,
-//! or refused), the version the previous resolution was told is installed stays, so a
-//! failed or slow pivot never loosens the constraint.
+//! or refused), the version the PlatformOperator last reported as installed
+//! (`status.installedBundles`) stays, so a failed or slow pivot never loosens the
+//! constraint. (The status, not the ActiveResolution's constraints: with `SelfCertified`
+//! the own package has no constraint there, yet what runs must still be known.)
 //!
 //! Each installed package becomes an `installed` constraint of the ActiveResolution:
 //! deppy-resolver then only keeps that version or moves to a direct successor along the
@@ -17,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use deppy_api::{ActiveResolution, Constraint, InstalledPackage, PackageRequirement};
+use deppy_api::{Constraint, InstalledPackage, PackageRequirement};
 use platform_api::{InstalledBundle, PlatformOperator, UpgradeConstraintPolicy};
 use rukpak_api::BundleDeployment;
 
@@ -56,13 +58,13 @@ fn has_active_bundle(child: &BundleDeployment) -> bool {
         .is_some_and(|s| s.active_bundle.is_some())
 }
 
-/// The `installed` constraints `resolution` already carries, by package.
-pub fn previously_installed(resolution: Option<&ActiveResolution>) -> BTreeMap<String, String> {
-    resolution
-        .into_iter()
-        .flat_map(|r| r.spec.constraints.iter())
-        .filter_map(|c| c.installed.as_ref())
-        .map(|i| (i.name.clone(), i.version.clone()))
+/// What `operator` last reported as installed, by package.
+pub fn previously_installed(operator: &PlatformOperator) -> BTreeMap<String, String> {
+    operator
+        .status
+        .iter()
+        .flat_map(|s| s.installed_bundles.iter())
+        .map(|b| (b.package.clone(), b.version.clone()))
         .collect()
 }
 
@@ -227,6 +229,20 @@ mod tests {
         );
         // Without a previous version there is nothing known to keep.
         assert!(installed_bundles(&observed(&children), &BTreeMap::new()).is_empty());
+    }
+
+    #[test]
+    fn what_was_installed_is_read_from_the_operators_own_status() {
+        let mut operator = operator(UpgradeConstraintPolicy::SelfCertified);
+        assert!(previously_installed(&operator).is_empty());
+        operator.status = Some(platform_api::PlatformOperatorStatus {
+            installed_bundles: vec![bundle("memcached-operator", "0.2.0")],
+            ..Default::default()
+        });
+        assert_eq!(
+            previously_installed(&operator),
+            BTreeMap::from([("memcached-operator".to_owned(), "0.2.0".to_owned())])
+        );
     }
 
     #[test]

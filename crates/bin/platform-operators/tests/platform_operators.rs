@@ -864,23 +864,40 @@ async fn edit_package(operators: &Api<PlatformOperator>, name: &str, package: se
 }
 
 /// Waits until PlatformOperator `name` reports `Progressing=False/UpgradeBlocked` for its
-/// current spec while what runs stays `Installed=True`; returns it and the message.
+/// current spec with a message containing `expected` (so a block left over from an earlier
+/// step does not count), while what runs stays `Installed=True`; returns it and the message.
 async fn blocked_upgrade(
     fixture: &Stack,
     client: &Client,
     name: &str,
-    what: &str,
+    expected: &str,
 ) -> (PlatformOperator, String) {
-    let blocked = wait_po_condition(
-        fixture,
-        client,
-        name,
-        ("Progressing", "False", Some("UpgradeBlocked")),
+    let api = Api::<PlatformOperator>::all(client.clone());
+    let blocked = wait_for(
+        &format!("PlatformOperator {name} to be UpgradeBlocked saying {expected:?}"),
         INSTALL_TIMEOUT,
+        || async {
+            let operator = api.get(name).await.map_err(|e| e.to_string())?;
+            let condition = operator
+                .status
+                .as_ref()
+                .and_then(|s| kit::conditions::find(&s.conditions, "Progressing"))
+                .cloned();
+            match &condition {
+                Some(c)
+                    if c.reason == "UpgradeBlocked"
+                        && c.observed_generation == operator.metadata.generation
+                        && c.message.contains(expected) =>
+                {
+                    Ok(operator)
+                }
+                _ => Err(format!("{condition:?}{}", logs(fixture))),
+            }
+        },
     )
     .await;
     let message = progressing_message(&blocked);
-    eprintln!("UpgradeBlocked ({what}): {message}");
+    eprintln!("UpgradeBlocked ({expected}): {message}");
     assert_eq!(
         installed(&blocked).unwrap().status,
         "True",
@@ -1043,6 +1060,35 @@ async fn publish_fbc(fixture: &Stack, client: &Client, name: &str, version: u32,
         )
         .await
         .unwrap();
+}
+
+/// The sample memcached-operator 0.2.0 bundle with the `size` field dropped from its CRD:
+/// a change the CRD upgrade safety check refuses.
+fn unsafe_bundle() -> Vec<u8> {
+    let dir = testkit::workspace_path("examples/bundles/memcached-operator.v0.2.0");
+    let read = |path: &str| std::fs::read_to_string(dir.join(path)).unwrap();
+    let crd = read("manifests/memcacheds.cache.example.com.crd.yaml");
+    let without_size = crd.replace(
+        "            properties:\n              size:\n                description: How many replicas to run.\n                type: integer\n                minimum: 0\n",
+        "",
+    );
+    assert_ne!(
+        crd, without_size,
+        "the sample CRD changed: update unsafe_bundle"
+    );
+    let csv = read("manifests/memcached-operator.clusterserviceversion.yaml");
+    let annotations = read("metadata/annotations.yaml");
+    testkit::servers::tar(&[
+        (
+            "manifests/memcacheds.cache.example.com.crd.yaml",
+            without_size.as_bytes(),
+        ),
+        (
+            "manifests/memcached-operator.clusterserviceversion.yaml",
+            csv.as_bytes(),
+        ),
+        ("metadata/annotations.yaml", annotations.as_bytes()),
+    ])
 }
 
 /// What the operator's Deployment and the child BundleDeployment are: the Deployment's
@@ -1232,7 +1278,7 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
     )
     .await;
     edit_package(&operators, &name, json!({"channel": "fast"})).await;
-    let (_, message) = blocked_upgrade(fixture, &client, &name, "channel").await;
+    let (_, message) = blocked_upgrade(fixture, &client, &name, "it is not in channel fast").await;
     assert!(message.contains(&format!("{DEMO} 0.2.0")), "{message}");
     assert!(message.contains("fast"), "{message}");
     assert_eq!(
@@ -1257,7 +1303,7 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
         json!({"channel": null, "versionRange": "<0.2.0"}),
     )
     .await;
-    let (_, message) = blocked_upgrade(fixture, &client, &name, "range").await;
+    let (_, message) = blocked_upgrade(fixture, &client, &name, "it is not in range <0.2.0").await;
     assert!(message.contains("<0.2.0"), "{message}");
     assert_eq!(
         running_operator(&client, &demo_child).await,
@@ -1285,6 +1331,100 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
     .await;
     wait_installed_bundles(fixture, &client, &name, &[(DEMO, "0.2.0"), (DEP, "1.1.0")]).await;
 
+    // SelfCertified is no licence to break stored objects: a bundle whose CRD drops a field
+    // is refused by the CRD upgrade safety check, nothing of it is applied, and the
+    // PlatformOperator names the CRD and the field.
+    let registry = testkit::servers::CraneRegistry::start();
+    let unsafe_image = registry.push("graph/unsafe-bundle:v0.0.9", &[unsafe_bundle()]);
+    publish_catalog(
+        fixture,
+        &client,
+        &catalog,
+        30,
+        &v2(vec![demo("0.0.9", "unsafe", unsafe_image, None)]),
+    )
+    .await;
+    edit_package(
+        &operators,
+        &name,
+        json!({"channel": "unsafe", "upgradeConstraintPolicy": "SelfCertified"}),
+    )
+    .await;
+    let refused = wait_for(
+        "the unsafe CRD change to be refused",
+        INSTALL_TIMEOUT,
+        || async {
+            let operator = operators.get(&name).await.map_err(|e| e.to_string())?;
+            match installed(&operator) {
+                Some(c)
+                    if c.status == "False"
+                        && c.message.contains("memcacheds.cache.example.com") =>
+                {
+                    Ok(operator)
+                }
+                other => Err(format!("{other:?}{}", logs(fixture))),
+            }
+        },
+    )
+    .await;
+    let message = installed(&refused).unwrap().message;
+    eprintln!("CRD upgrade safety: {message}");
+    assert!(message.contains("size"), "names the field: {message}");
+    let crd = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(client.clone())
+        .get("memcacheds.cache.example.com")
+        .await
+        .unwrap();
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    assert!(
+        schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"].is_object(),
+        "the stored CRD keeps its field"
+    );
+    assert_eq!(
+        running_operator(&client, &demo_child).await.0,
+        deployment_uid
+    );
+    assert_eq!(
+        refused
+            .status
+            .unwrap()
+            .installed_bundles
+            .iter()
+            .find(|b| b.package == DEMO)
+            .map(|b| b.version.as_str()),
+        Some("0.2.0"),
+        "what runs is still known while the pivot is refused"
+    );
+    edit_package(
+        &operators,
+        &name,
+        json!({"channel": null, "upgradeConstraintPolicy": null}),
+    )
+    .await;
+    wait_installed_bundles(fixture, &client, &name, &[(DEMO, "0.2.0"), (DEP, "1.1.0")]).await;
+
+    // A catalog update whose channel has two heads (0.2.0 and 0.2.5 both replace 0.1.0):
+    // the package is set aside with the catalog's error, and what runs stays.
+    publish_catalog(
+        fixture,
+        &client,
+        &catalog,
+        31,
+        &v2(vec![demo(
+            "0.2.5",
+            "stable",
+            memcached("0.2.0"),
+            Some("0.1.0"),
+        )]),
+    )
+    .await;
+    let (_, message) = blocked_upgrade(fixture, &client, &name, "several heads").await;
+    assert!(message.contains("heads"), "{message}");
+    assert!(message.contains(&format!("{DEMO}.v0.2.5")), "{message}");
+    assert_eq!(
+        running_operator(&client, &demo_child).await,
+        (deployment_uid.clone(), Some("0.2.0".to_owned()))
+    );
+
     // (4) The catalog drops the installed bundle: nothing is uninstalled or moved.
     publish_catalog(
         fixture,
@@ -1298,7 +1438,8 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
         ],
     )
     .await;
-    let (blocked, message) = blocked_upgrade(fixture, &client, &name, "bundle dropped").await;
+    let (blocked, message) =
+        blocked_upgrade(fixture, &client, &name, "which no catalog offers any more").await;
     assert!(message.contains("0.2.0"), "{message}");
     assert_eq!(
         running_operator(&client, &demo_child).await,

@@ -249,12 +249,7 @@ impl Chain {
             .as_deref()
             .map(|w| ctx.caches.children(w))
             .unwrap_or_default();
-        let resolution = ctx.caches.resolutions.get(&ObjectRef::new(&name));
-        let previous = upgrade::previously_installed(
-            resolution
-                .as_deref()
-                .filter(|r| ownership::is_owned_by(r, operator)),
-        );
+        let previous = upgrade::previously_installed(operator);
         let mut chain = Self {
             wrapper,
             children,
