@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use kube::api::DynamicObject;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::error::ConvertError;
@@ -39,6 +39,10 @@ pub struct Bundle {
 }
 
 /// The parts of a ClusterServiceVersion the conversion uses; other fields are ignored.
+///
+/// `null` in a list, map, string or flag field reads as empty, as OLM's Go reader leaves a
+/// field at its zero value on `null` (some published bundles write `installModes: null` or
+/// an annotation with no value).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Csv {
     /// The CSV's metadata.
@@ -52,8 +56,8 @@ pub struct Csv {
 pub struct CsvMeta {
     /// The CSV's name.
     pub name: String,
-    /// The CSV's annotations.
-    #[serde(default)]
+    /// The CSV's annotations (an annotation without a value reads as `""`).
+    #[serde(default, deserialize_with = "string_map")]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -62,15 +66,15 @@ pub struct CsvMeta {
 #[serde(rename_all = "camelCase")]
 pub struct CsvSpec {
     /// Supported and unsupported install modes.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub install_modes: Vec<InstallMode>,
     /// The install strategy.
     pub install: Install,
     /// Admission webhooks (rejected when present).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub webhookdefinitions: Vec<Value>,
     /// API services (owned ones are rejected).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub apiservicedefinitions: ApiServiceDefinitions,
 }
 
@@ -78,10 +82,10 @@ pub struct CsvSpec {
 #[derive(Debug, Clone, Deserialize)]
 pub struct InstallMode {
     /// `AllNamespaces`, `OwnNamespace`, `SingleNamespace` or `MultiNamespace`.
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default, deserialize_with = "null_as_default")]
     pub mode: String,
     /// Whether the operator supports this mode.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub supported: bool,
 }
 
@@ -89,7 +93,7 @@ pub struct InstallMode {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ApiServiceDefinitions {
     /// API services the operator serves.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub owned: Vec<Value>,
 }
 
@@ -97,9 +101,10 @@ pub struct ApiServiceDefinitions {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Install {
     /// The strategy name; only `deployment` exists.
+    #[serde(default, deserialize_with = "null_as_default")]
     pub strategy: String,
     /// The strategy's details.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub spec: StrategySpec,
 }
 
@@ -108,25 +113,43 @@ pub struct Install {
 #[serde(rename_all = "camelCase")]
 pub struct StrategySpec {
     /// Namespaced permissions, one entry per ServiceAccount.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub permissions: Vec<Permission>,
     /// Cluster permissions, one entry per ServiceAccount.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub cluster_permissions: Vec<Permission>,
     /// The operator's Deployments.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub deployments: Vec<DeploymentEntry>,
 }
 
 /// RBAC rules granted to one ServiceAccount.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Permission {
-    /// The ServiceAccount, in the install namespace.
+    /// The ServiceAccount, in the install namespace; empty means `default`.
+    #[serde(default, deserialize_with = "null_as_default")]
     pub service_account_name: String,
-    /// The rules, kept verbatim.
+    /// The rules, kept verbatim; `None` when missing or `null` (no rules). Kept apart from
+    /// `[]` because upstream's name hash tells the two apart (see [`crate::objects`]).
     #[serde(default)]
-    pub rules: Vec<Value>,
+    pub rules: Option<Vec<Value>>,
+}
+
+impl Permission {
+    /// The ServiceAccount, `default` when the CSV leaves it empty (as upstream).
+    pub fn service_account(&self) -> &str {
+        if self.service_account_name.is_empty() {
+            "default"
+        } else {
+            &self.service_account_name
+        }
+    }
+
+    /// The rules; none when the CSV has none or `null`.
+    pub fn rules(&self) -> &[Value] {
+        self.rules.as_deref().unwrap_or_default()
+    }
 }
 
 /// One Deployment of the install strategy.
@@ -134,8 +157,8 @@ pub struct Permission {
 pub struct DeploymentEntry {
     /// The Deployment's name.
     pub name: String,
-    /// The Deployment's labels.
-    #[serde(default)]
+    /// The Deployment's labels (a label without a value reads as `""`).
+    #[serde(default, deserialize_with = "string_map")]
     pub label: BTreeMap<String, String>,
     /// The Deployment's spec, kept verbatim.
     pub spec: Value,
@@ -143,7 +166,32 @@ pub struct DeploymentEntry {
 
 #[derive(Deserialize)]
 struct AnnotationsFile {
+    #[serde(default, deserialize_with = "string_map")]
     annotations: BTreeMap<String, String>,
+}
+
+/// Reads `null` as `T`'s default (an empty list, string or map, `false`), as Go's
+/// `encoding/json` leaves a field at its zero value when it reads `null`.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A string map in which `null` (the map, or a value: `key:` with nothing after it) reads
+/// as empty, as Go reads it into a `map[string]string`.
+fn string_map<'de, D>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let map: Option<BTreeMap<String, Option<String>>> = Option::deserialize(deserializer)?;
+    Ok(map
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, value)| (key, value.unwrap_or_default()))
+        .collect())
 }
 
 /// Reads a bundle from its files as `(path, bytes)` pairs, paths relative to the bundle

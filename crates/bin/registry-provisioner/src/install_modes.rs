@@ -7,7 +7,9 @@
 //!   they include the install namespace.
 //!
 //! Messages follow upstream's, e.g. `supported install modes [AllNamespaces OwnNamespace] do
-//! not support target namespaces [a b]`.
+//! not support target namespaces [a b]`. A bundle with no default target (neither
+//! AllNamespaces nor OwnNamespace) given none gets a message saying what to give and where
+//! (see [`no_default_target`]).
 
 use std::collections::BTreeSet;
 
@@ -100,9 +102,7 @@ fn validate(
             if supported.contains(ALL_NAMESPACES) {
                 return Ok(());
             }
-            return fail(format!(
-                "supported install modes {modes} do not support targeting all namespaces"
-            ));
+            return fail(no_default_target(supported, &modes, install_namespace));
         }
         [only] if only.is_empty() => {
             if supported.contains(ALL_NAMESPACES) {
@@ -138,4 +138,42 @@ fn validate(
         "supported install modes {modes} do not support target namespaces [{}]",
         targets.join(" ")
     ))
+}
+
+/// The message for a bundle given no target namespaces whose modes offer no default (neither
+/// AllNamespaces nor OwnNamespace): what it needs, and where to give it.
+fn no_default_target(supported: &BTreeSet<String>, modes: &str, install_namespace: &str) -> String {
+    let single = supported.contains(SINGLE_NAMESPACE);
+    let multi = supported.contains(MULTI_NAMESPACE);
+    let (needs, example_list, example_flag) = match (single, multi) {
+        (true, false) => ("exactly one namespace to watch", "[\"team-a\"]", "team-a"),
+        (true, true) => (
+            "one or more namespaces to watch",
+            "[\"team-a\", \"team-b\"]",
+            "team-a,team-b",
+        ),
+        (false, true) => (
+            "two or more namespaces to watch",
+            "[\"team-a\", \"team-b\"]",
+            "team-a,team-b",
+        ),
+        (false, false) => {
+            return format!(
+                "supported install modes {modes}: the ClusterServiceVersion marks no install mode \
+                 as supported in spec.installModes, so it cannot be installed for any target \
+                 namespaces"
+            );
+        }
+    };
+    let own = if multi {
+        format!(", not including its install namespace {install_namespace:?}")
+    } else {
+        String::new()
+    };
+    let them = if single && !multi { "it" } else { "them" };
+    format!(
+        "supported install modes {modes} have no default target namespace: this operator needs \
+         {needs}{own}; set {them} in the BundleDeployment's spec.config.targetNamespaces \
+         (for example {example_list}), or pass --target-namespaces {example_flag} to render"
+    )
 }

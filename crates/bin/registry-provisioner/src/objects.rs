@@ -5,14 +5,19 @@
 //! manifests (file then document order), Deployments. CRDs are kept verbatim, except that
 //! `apiextensions.k8s.io/v1beta1` ones are converted to v1 (see [`crate::crd`]).
 //!
-//! Names: generated Roles, RoleBindings, ClusterRoles and ClusterRoleBindings are named
-//! `<csv name>-<service account>-<hash>`, where `<hash>` is the base-36 SHA-224 of the
-//! permission's JSON (`{"rules": [...], "serviceAccountName": ...}`, keys sorted). When the
-//! result is longer than 63 characters the `<csv name>-<service account>` part is cut so the
-//! hash stays whole (as upstream's `generateName`; the JSON differs from Go's, so the hashes
-//! are not upstream's). A binding has the name of its role. In AllNamespaces mode a promoted
-//! permission is hashed with its added namespaces rule, so its name differs from the Role it
-//! would have been.
+//! Names: generated Roles, RoleBindings, ClusterRoles and ClusterRoleBindings are named as
+//! operator-controller's registry+v1 renderer names them: `<base>-<hash>`, where `<base>` is
+//! `<csv name>-<service account>` (`default` when the CSV leaves the account empty) and
+//! `<hash>` is the SHA-224 of the permission as Go's `json.Encoder` writes it, as a base-36
+//! number. Go writes the permission `{"serviceAccountName":...,"rules":[...]}` with each
+//! rule's fields in `PolicyRule` order (`verbs`, then `apiGroups`, `resources`,
+//! `resourceNames`, `nonResourceURLs` when not empty), escapes `<`, `>` and `&`, and ends
+//! with a newline; [`go_permission_json`] writes those exact bytes. When `<base>` and
+//! `<hash>` together are longer than 63 characters, `<base>` is cut to `62 - <hash length>`
+//! bytes, exactly as upstream (which can leave a `-` or `.` before the hash, and gives a
+//! 64-character name when the two are exactly 63 long; RBAC names may be that long). A
+//! binding has the name of its role. In AllNamespaces mode a promoted permission is hashed
+//! with its added namespaces rule, so its name differs from the Role it would have been.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +31,14 @@ use crate::error::ConvertError;
 /// The annotation on the operator's pod template listing its target namespaces
 /// (comma-separated; empty for all namespaces).
 pub const TARGET_NAMESPACES_ANNOTATION: &str = "olm.targetNamespaces";
+
+/// The annotation on the operator's pod template naming its install namespace (OLM v0 puts
+/// its OperatorGroup's namespace there); operators read it through the downward API.
+pub const OPERATOR_NAMESPACE_ANNOTATION: &str = "olm.operatorNamespace";
+
+/// The `revisionHistoryLimit` of every operator Deployment, as OLM sets it (replacing the
+/// CSV's), so old ReplicaSets do not pile up across upgrades.
+pub const REVISION_HISTORY_LIMIT: i64 = 1;
 
 /// The longest object name.
 const MAX_NAME_LENGTH: usize = 63;
@@ -69,6 +82,11 @@ pub fn generate(
 ) -> Result<Vec<DynamicObject>, ConvertError> {
     let csv = &bundle.csv;
     let csv_name = csv.metadata.name.as_str();
+    let invalid_csv = |message: String| ConvertError::InvalidCsv {
+        file: bundle.csv_file.clone(),
+        name: csv_name.to_owned(),
+        message,
+    };
     let unsupported = |message: &str| ConvertError::UnsupportedCsv {
         file: bundle.csv_file.clone(),
         name: csv_name.to_owned(),
@@ -89,22 +107,30 @@ pub fn generate(
     let strategy = &csv.spec.install.spec;
     let all_namespaces = targets.iter().all(String::is_empty);
 
-    let mut permissions: Vec<Permission> = Vec::new();
-    let mut cluster_permissions: Vec<Permission> = strategy.cluster_permissions.clone();
-    if all_namespaces {
-        // Watching all namespaces needs the namespaced rules everywhere, plus reading the
-        // namespaces themselves (upstream intended this rule but appended it to a copy).
-        for permission in &strategy.permissions {
+    // Each permission with the CSV field it comes from, for messages.
+    let field = |list: &str, index: usize| format!("spec.install.spec.{list}[{index}]");
+    let mut permissions: Vec<(String, Permission)> = Vec::new();
+    let mut cluster_permissions: Vec<(String, Permission)> = strategy
+        .cluster_permissions
+        .iter()
+        .enumerate()
+        .map(|(index, p)| (field("clusterPermissions", index), p.clone()))
+        .collect();
+    for (index, permission) in strategy.permissions.iter().enumerate() {
+        let field = field("permissions", index);
+        if all_namespaces {
+            // Watching all namespaces needs the namespaced rules everywhere, plus reading
+            // the namespaces themselves, as upstream adds.
             let mut promoted = permission.clone();
-            promoted.rules.push(json!({
+            promoted.rules.get_or_insert_with(Vec::new).push(json!({
                 "apiGroups": [""],
                 "resources": ["namespaces"],
                 "verbs": ["get", "list", "watch"],
             }));
-            cluster_permissions.push(promoted);
+            cluster_permissions.push((field, promoted));
+        } else {
+            permissions.push((field, permission.clone()));
         }
-    } else {
-        permissions.clone_from(&strategy.permissions);
     }
 
     let mut service_accounts: BTreeSet<&str> = BTreeSet::new();
@@ -121,7 +147,7 @@ pub fn generate(
         .iter()
         .chain(&strategy.cluster_permissions)
     {
-        service_accounts.insert(&permission.service_account_name);
+        service_accounts.insert(permission.service_account());
     }
 
     // A ServiceAccount the bundle ships itself is not generated a second time.
@@ -145,14 +171,14 @@ pub fn generate(
 
     let mut roles = Vec::new();
     let mut role_bindings = Vec::new();
-    for permission in &permissions {
-        let name = permission_name(csv_name, permission)?;
+    for (field, permission) in &permissions {
+        let name = permission_name(csv_name, field, permission).map_err(invalid_csv)?;
         for namespace in targets {
             roles.push(json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "Role",
                 "metadata": {"name": name, "namespace": namespace},
-                "rules": permission.rules,
+                "rules": permission.rules(),
             }));
             role_bindings.push(json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -165,13 +191,13 @@ pub fn generate(
     }
     let mut cluster_roles = Vec::new();
     let mut cluster_role_bindings = Vec::new();
-    for permission in &cluster_permissions {
-        let name = permission_name(csv_name, permission)?;
+    for (field, permission) in &cluster_permissions {
+        let name = permission_name(csv_name, field, permission).map_err(invalid_csv)?;
         cluster_roles.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": name},
-            "rules": permission.rules,
+            "rules": permission.rules(),
         }));
         cluster_role_bindings.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -234,6 +260,10 @@ pub fn generate(
             TARGET_NAMESPACES_ANNOTATION.to_owned(),
             Value::String(target_list.clone()),
         );
+        annotations.insert(
+            OPERATOR_NAMESPACE_ANNOTATION.to_owned(),
+            Value::String(install_namespace.to_owned()),
+        );
         let invalid = |field: &str| ConvertError::InvalidCsv {
             file: bundle.csv_file.clone(),
             name: csv_name.to_owned(),
@@ -249,6 +279,12 @@ pub fn generate(
             map.insert(
                 "annotations".to_owned(),
                 Value::Object(annotations.into_iter().collect()),
+            );
+        }
+        if let Value::Object(spec) = &mut spec {
+            spec.insert(
+                "revisionHistoryLimit".to_owned(),
+                Value::from(REVISION_HISTORY_LIMIT),
             );
         }
         let mut metadata = json!({"name": deployment.name, "namespace": install_namespace});
@@ -278,7 +314,7 @@ fn ensure_object<'v>(value: &'v mut Value, key: &str) -> Option<&'v mut Value> {
 fn subject(permission: &Permission, install_namespace: &str) -> Value {
     json!({
         "kind": "ServiceAccount",
-        "name": permission.service_account_name,
+        "name": permission.service_account(),
         "namespace": install_namespace,
     })
 }
@@ -295,26 +331,150 @@ fn to_object(value: Value) -> Result<DynamicObject, ConvertError> {
     })
 }
 
-/// `<csv>-<service account>-<base36 sha224 of the permission>`, at most 63 characters.
-fn permission_name(csv_name: &str, permission: &Permission) -> Result<String, ConvertError> {
-    let base = format!("{csv_name}-{}", permission.service_account_name);
-    let json = serde_json::to_vec(permission).map_err(|err| ConvertError::Build {
-        what: format!("name for the permissions of {base}"),
-        message: err.to_string(),
-    })?;
-    Ok(hashed_name(&base, &json))
+/// The name of the Role/ClusterRole (and binding) of `permission`, read from the CSV field
+/// `field`: `<csv>-<service account>-<hash>` as upstream computes it (see the module docs).
+fn permission_name(csv_name: &str, field: &str, permission: &Permission) -> Result<String, String> {
+    let base = format!("{csv_name}-{}", permission.service_account());
+    let json = go_permission_json(field, permission)?;
+    Ok(hashed_name(&base, json.as_bytes()))
 }
 
-/// `<base>-<base36 sha224 of data>`, the base cut so the whole fits 63 characters.
+/// `<base>-<base36 sha224 of data>`, as upstream's `ObjectNameForBaseAndSuffix`: when the
+/// two are longer than 63 bytes together, `base` is cut to `62 - <hash length>` bytes.
 pub(crate) fn hashed_name(base: &str, data: &[u8]) -> String {
     let hash = base36(&Sha224::digest(data));
-    let room = MAX_NAME_LENGTH.saturating_sub(hash.len() + 1);
-    let mut cut = base.len().min(room);
-    while !base.is_char_boundary(cut) {
-        cut -= 1;
+    let mut base = base;
+    if base.len() + hash.len() > MAX_NAME_LENGTH {
+        let mut cut = MAX_NAME_LENGTH.saturating_sub(hash.len() + 1);
+        // Names are ASCII; never split a character of anything else.
+        while !base.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        base = &base[..cut];
     }
-    let base = base[..cut].trim_end_matches(['-', '.']);
     format!("{base}-{hash}")
+}
+
+/// The fields of an RBAC `PolicyRule` in Go's declaration order, and whether Go leaves the
+/// field out when it is empty (`omitempty`).
+const POLICY_RULE_FIELDS: [(&str, bool); 5] = [
+    ("verbs", false),
+    ("apiGroups", true),
+    ("resources", true),
+    ("resourceNames", true),
+    ("nonResourceURLs", true),
+];
+
+/// The bytes Go's `json.NewEncoder(w).Encode(permission)` writes for a
+/// `StrategyDeploymentPermissions` decoded from this permission: what upstream hashes.
+/// Fields Go's types do not have are left out, as Go drops them when it reads the CSV; a
+/// rule field that is not a list of strings is an error naming `field`.
+fn go_permission_json(field: &str, permission: &Permission) -> Result<String, String> {
+    let mut out = String::from("{\"serviceAccountName\":");
+    go_string(&mut out, &permission.service_account_name);
+    out.push_str(",\"rules\":");
+    match &permission.rules {
+        // A nil slice: the CSV has no `rules`, or `rules: null`.
+        None => out.push_str("null"),
+        Some(rules) => {
+            out.push('[');
+            for (index, rule) in rules.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                go_policy_rule(&mut out, &format!("{field}.rules[{index}]"), rule)?;
+            }
+            out.push(']');
+        }
+    }
+    out.push_str("}\n");
+    Ok(out)
+}
+
+fn go_policy_rule(out: &mut String, field: &str, rule: &Value) -> Result<(), String> {
+    let Some(rule) = rule.as_object() else {
+        return Err(format!("{field} must be a mapping (a PolicyRule)"));
+    };
+    out.push('{');
+    let mut first = true;
+    for (key, omit_empty) in POLICY_RULE_FIELDS {
+        let list = match rule.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => Some(items),
+            Some(_) => return Err(format!("{field}.{key} must be a list of strings")),
+        };
+        if omit_empty && list.is_none_or(|items| items.is_empty()) {
+            continue;
+        }
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        go_string(out, key);
+        out.push(':');
+        let Some(items) = list else {
+            out.push_str("null");
+            continue;
+        };
+        out.push('[');
+        for (index, item) in items.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            match item {
+                Value::String(text) => go_string(out, text),
+                // Go reads `null` in a string list as "".
+                Value::Null => go_string(out, ""),
+                _ => {
+                    return Err(format!(
+                        "{field}.{key}[{index}] must be a string, not {}",
+                        json_type(item)
+                    ));
+                }
+            }
+        }
+        out.push(']');
+    }
+    out.push('}');
+    Ok(())
+}
+
+/// `text` as a JSON string the way Go's `encoding/json` writes it (HTML escaping on).
+fn go_string(out: &mut String, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\u{0}'..='\u{1f}' => {
+                let code = u32::from(ch);
+                out.push_str("\\u");
+                for shift in [12, 8, 4, 0] {
+                    out.push(char::from(HEX[((code >> shift) & 0xf) as usize]));
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out.push('"');
+}
+
+/// The JSON type of `value`, for messages.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
 }
 
 /// The big-endian unsigned number `bytes` in base 36 (digits then lowercase letters).
@@ -351,14 +511,123 @@ mod tests {
         assert_eq!(base36(&[0xff, 0xff, 0xff, 0xff]), "1z141z3");
     }
 
+    /// The hash of upstream's `DeepHashObject` for a few values, as its own tests pin them:
+    /// SHA-224 of Go's JSON plus newline, in base 36.
     #[test]
-    fn hashed_names_cut_the_base_and_never_leave_a_dash_or_dot_before_the_hash() {
+    fn the_hash_is_base36_sha224_of_go_json_with_its_newline() {
+        let hash = |data: &[u8]| base36(&Sha224::digest(data));
+        assert_eq!(
+            hash(b"\"a\"\n"),
+            "1lu1qv1451mq7gv9upu1cx8ffffi07rel5xvbvvc44dh"
+        );
+        assert_eq!(
+            hash(b"null\n"),
+            "2im0kl1kwvzn46sr4cdtkvmdzrlurvj51xdzhwdht8l0"
+        );
+        assert_eq!(
+            hash(b"{}\n"),
+            "16jfjhihxbzhfhs1k5mimq740kvioi98pfbea9q6qtf9"
+        );
+    }
+
+    fn permission(yaml: &str) -> Permission {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    /// Computed by hand from upstream's algorithm (`sha224sum` of the JSON below, written in
+    /// base 36; the 62-byte base cut to 63 - 42 - 1 = 20 bytes).
+    #[test]
+    fn a_permission_gets_the_name_upstream_gives_it() {
+        let permission = permission(
+            "serviceAccountName: memcached-operator-controller-manager\n\
+             rules:\n\
+             - apiGroups: ['']\n  resources: [pods]\n  verbs: [get, list]\n  unknownField: x\n",
+        );
+        let field = "spec.install.spec.permissions[0]";
+        assert_eq!(
+            go_permission_json(field, &permission).unwrap(),
+            "{\"serviceAccountName\":\"memcached-operator-controller-manager\",\"rules\":\
+             [{\"verbs\":[\"get\",\"list\"],\"apiGroups\":[\"\"],\"resources\":[\"pods\"]}]}\n"
+        );
+        assert_eq!(
+            permission_name("memcached-operator.v0.0.1", field, &permission).unwrap(),
+            "memcached-operator.v-knqgzwcpnbgrl2irwyzwnhb3v03zfe5pzk0xoogwu2"
+        );
+    }
+
+    #[test]
+    fn go_json_tells_missing_null_and_empty_lists_apart_as_go_does() {
+        let field = "spec.install.spec.clusterPermissions[1]";
+        let json = |yaml: &str| go_permission_json(field, &permission(yaml)).unwrap();
+        assert_eq!(
+            json("serviceAccountName: sa\n"),
+            "{\"serviceAccountName\":\"sa\",\"rules\":null}\n"
+        );
+        assert_eq!(
+            json("serviceAccountName: sa\nrules: null\n"),
+            json("serviceAccountName: sa\n")
+        );
+        assert_eq!(
+            json("rules: []\n"),
+            "{\"serviceAccountName\":\"\",\"rules\":[]}\n"
+        );
+        // `verbs` is written even when missing (Go has no omitempty on it); empty lists of
+        // the other fields are left out.
+        assert_eq!(
+            json("rules: [{apiGroups: [], nonResourceURLs: ['/metrics<&>']}]\n"),
+            "{\"serviceAccountName\":\"\",\"rules\":[{\"verbs\":null,\
+             \"nonResourceURLs\":[\"/metrics\\u003c\\u0026\\u003e\"]}]}\n"
+        );
+        assert_eq!(
+            json("rules: [{verbs: []}]\n"),
+            "{\"serviceAccountName\":\"\",\"rules\":[{\"verbs\":[]}]}\n"
+        );
+    }
+
+    #[test]
+    fn go_strings_escape_as_go_does() {
+        let mut out = String::new();
+        go_string(&mut out, "a\"b\\c\n\t\u{1}\u{8}\u{2028}é");
+        assert_eq!(out, "\"a\\\"b\\\\c\\n\\t\\u0001\\b\\u2028é\"");
+    }
+
+    #[test]
+    fn a_rule_field_of_the_wrong_shape_is_an_error_naming_the_csv_field() {
+        let field = "spec.install.spec.permissions[2]";
+        let err = go_permission_json(field, &permission("rules: [{verbs: get}]\n")).unwrap_err();
+        assert_eq!(
+            err,
+            "spec.install.spec.permissions[2].rules[0].verbs must be a list of strings"
+        );
+        let err = go_permission_json(
+            field,
+            &permission("rules: [{verbs: [get]}, {resources: [1]}]\n"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "spec.install.spec.permissions[2].rules[1].resources[0] must be a string, not a number"
+        );
+        let err = go_permission_json(field, &permission("rules: [get]\n")).unwrap_err();
+        assert_eq!(
+            err,
+            "spec.install.spec.permissions[2].rules[0] must be a mapping (a PolicyRule)"
+        );
+    }
+
+    #[test]
+    fn hashed_names_cut_the_base_exactly_as_upstream() {
+        let hash = base36(&Sha224::digest(b"x"));
         let short = hashed_name("csv-sa", b"x");
-        assert!(short.starts_with("csv-sa-"), "{short}");
-        let long = hashed_name(&format!("{}.{}", "a".repeat(17), "b".repeat(40)), b"x");
-        assert!(long.len() <= MAX_NAME_LENGTH, "{long}");
-        assert!(long.starts_with(&format!("{}-", "a".repeat(17))), "{long}");
-        assert!(!long.contains(".-"), "{long}");
+        assert_eq!(short, format!("csv-sa-{hash}"));
+        // Cut to 62 - hash length bytes, even when that leaves a dot before the dash.
+        let long_base = format!("{}.{}", "a".repeat(61 - hash.len()), "b".repeat(40));
+        let long = hashed_name(&long_base, b"x");
+        assert_eq!(long, format!("{}.-{hash}", "a".repeat(61 - hash.len())));
+        assert_eq!(long.len(), MAX_NAME_LENGTH);
+        // Base and hash exactly 63 long together are not cut: the name is 64 long.
+        let exact = hashed_name(&"c".repeat(MAX_NAME_LENGTH - hash.len()), b"x");
+        assert_eq!(exact.len(), MAX_NAME_LENGTH + 1);
         assert_ne!(hashed_name("csv-sa", b"x"), hashed_name("csv-sa", b"y"));
     }
 }

@@ -377,15 +377,57 @@ fn without_all_namespaces_the_default_target_is_the_own_namespace() {
 }
 
 #[test]
-fn with_neither_all_nor_own_namespace_a_target_must_be_given() {
+fn with_neither_all_nor_own_namespace_the_message_says_which_target_to_give_and_where() {
     let err = Files::memcached()
         .install_mode("AllNamespaces", false)
         .install_mode("OwnNamespace", false)
         .convert(&options(Some("ops"), &[]))
         .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to validate target namespaces against ClusterServiceVersion \"{CSV_NAME}\" in \
+             {CSV_FILE}: supported install modes [SingleNamespace] have no default target \
+             namespace: this operator needs exactly one namespace to watch; set it in the \
+             BundleDeployment's spec.config.targetNamespaces (for example [\"team-a\"]), or pass \
+             --target-namespaces team-a to render"
+        )
+    );
+}
+
+#[test]
+fn a_multi_namespace_only_operator_is_told_to_give_several_namespaces() {
+    let err = Files::memcached()
+        .install_mode("AllNamespaces", false)
+        .install_mode("OwnNamespace", false)
+        .install_mode("SingleNamespace", false)
+        .install_mode("MultiNamespace", true)
+        .convert(&options(Some("ops"), &[]))
+        .unwrap_err();
     assert!(
-        err.to_string()
-            .ends_with("[SingleNamespace] do not support targeting all namespaces"),
+        err.to_string().ends_with(
+            "supported install modes [MultiNamespace] have no default target namespace: this \
+             operator needs two or more namespaces to watch, not including its install namespace \
+             \"ops\"; set them in the BundleDeployment's spec.config.targetNamespaces (for \
+             example [\"team-a\", \"team-b\"]), or pass --target-namespaces team-a,team-b to render"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_operator_supporting_no_install_mode_is_told_so() {
+    let err = Files::memcached()
+        .install_mode("AllNamespaces", false)
+        .install_mode("OwnNamespace", false)
+        .install_mode("SingleNamespace", false)
+        .convert(&options(Some("ops"), &[]))
+        .unwrap_err();
+    assert!(
+        err.to_string().ends_with(
+            "supported install modes []: the ClusterServiceVersion marks no install mode as \
+             supported in spec.installModes, so it cannot be installed for any target namespaces"
+        ),
         "{err}"
     );
 }
@@ -426,7 +468,7 @@ fn converting_the_same_bundle_twice_gives_identical_output() {
 }
 
 #[test]
-fn generated_rbac_names_are_csv_and_account_with_a_hash_within_63_characters() {
+fn generated_rbac_names_are_csv_and_account_cut_as_upstream_before_the_whole_hash() {
     let objects = Files::memcached()
         .convert(&options(Some("ops"), &["ops"]))
         .unwrap();
@@ -434,14 +476,18 @@ fn generated_rbac_names_are_csv_and_account_with_a_hash_within_63_characters() {
     let names: Vec<_> = roles.iter().map(|o| name(o)).collect();
     assert_ne!(names[0], names[1]);
     for role_name in &names {
-        assert!(role_name.len() <= 63, "{role_name}");
-        // "<csv>-<sa>" is cut so the hash stays whole; no trailing dot before the dash.
-        assert!(role_name.starts_with("memcached-operator-"), "{role_name}");
         let hash = role_name.rsplit('-').next().unwrap();
-        assert!(hash.len() >= 40, "{role_name}");
+        assert!((40..=44).contains(&hash.len()), "{role_name}");
         assert!(
             hash.chars()
                 .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+        // "<csv>-<sa>" is cut to 62 - <hash length> bytes, as upstream cuts it (which may
+        // end in the CSV name's dot).
+        assert_eq!(role_name.len(), 63, "{role_name}");
+        assert_eq!(
+            &role_name[..role_name.len() - hash.len() - 1],
+            &CSV_NAME[..62 - hash.len()]
         );
     }
     // The "<csv>-<sa>" prefix is cut only as far as needed for the hash to fit.
@@ -460,6 +506,159 @@ fn generated_rbac_names_are_csv_and_account_with_a_hash_within_63_characters() {
     prefixes.sort();
     assert!(format!("m.v1-{READER_SA}").starts_with(&prefixes[0]));
     assert!(format!("m.v1-{MANAGER_SA}").starts_with(&prefixes[1]));
+}
+
+/// Names computed by hand from upstream's algorithm: `sha224sum` of Go's JSON of the
+/// permission (`{"serviceAccountName":"memcached-operator-metrics-reader","rules":[{"verbs":
+/// ["get","list"],"apiGroups":[""],"resources":["pods"]}]}` and a newline) written in base 36,
+/// after `<csv>-<sa>` cut to 62 - <hash length> bytes (here ending in the CSV name's dot).
+#[test]
+fn rbac_names_are_the_ones_upstream_computes() {
+    let own = Files::memcached()
+        .convert(&options(Some("ops"), &["ops"]))
+        .unwrap();
+    let reader = "memcached-operator.-sbsvcfwa6lu8s78hpfkryuqlvb16i9ux07nypojkgti";
+    assert!(of_kind(&own, "Role").iter().any(|o| name(o) == reader));
+    assert!(
+        of_kind(&own, "RoleBinding")
+            .iter()
+            .any(|o| name(o) == reader)
+    );
+    // In AllNamespaces mode the promoted permission is hashed with its namespaces rule.
+    let all = Files::memcached().convert(&Options::default()).unwrap();
+    let promoted = "memcached-operator-1tyyu80p1vjwf01caxf9jcp7emdx721tuj0ltk49u7wj";
+    assert!(
+        of_kind(&all, "ClusterRole")
+            .iter()
+            .any(|o| name(o) == promoted)
+    );
+}
+
+const READER_RULES: &str = "      - rules:
+        - apiGroups:
+          - \"\"
+          resources:
+          - pods
+          verbs:
+          - get
+          - list
+        serviceAccountName: memcached-operator-metrics-reader
+";
+
+/// OLM's Go reader leaves a field at its zero value on `null`; three published bundles rely
+/// on it.
+#[test]
+fn null_in_csv_list_string_and_map_fields_reads_as_empty() {
+    let objects = Files::memcached()
+        .edit(
+            CSV_FILE,
+            "  apiservicedefinitions: {}\n",
+            "  apiservicedefinitions: null\n  webhookdefinitions: null\n  minKubeVersion: null\n",
+        )
+        .edit(
+            CSV_FILE,
+            "  description: Memcached Operator description. TODO.\n",
+            "  description: null\n",
+        )
+        .edit(
+            CSV_FILE,
+            "    createdAt: \"2024-05-01T10:00:00Z\"\n",
+            "    createdAt:\n",
+        )
+        .edit(
+            CSV_FILE,
+            READER_RULES,
+            "      - rules: null\n        serviceAccountName: memcached-operator-metrics-reader\n",
+        )
+        .edit(
+            CSV_FILE,
+            "          app.kubernetes.io/name: memcached-operator\n          control-plane",
+            "          app.kubernetes.io/name:\n          control-plane",
+        )
+        .convert(&options(Some("ops"), &["ops"]))
+        .unwrap();
+    let deployment = of_kind(&objects, "Deployment")[0];
+    assert_eq!(
+        deployment.data["spec"]["template"]["metadata"]["annotations"]["createdAt"],
+        ""
+    );
+    assert_eq!(
+        deployment.metadata.labels.as_ref().unwrap()["app.kubernetes.io/name"],
+        ""
+    );
+    // `rules: null` is no rules; Go hashes it as `"rules":null`, so the name is upstream's.
+    let reader = of_kind(&objects, "Role")
+        .into_iter()
+        .find(|o| name(o) == "memcached-operator.-8r4rdkrh6c04jmo85vay3vjzrebwvii74xb96ri2y98")
+        .unwrap();
+    assert!(rules(reader).is_empty());
+
+    let owned_null = Files::memcached()
+        .edit(
+            CSV_FILE,
+            "  customresourcedefinitions:\n    owned:\n    - description: Memcached is the Schema for the memcacheds API\n      displayName: Memcached\n      kind: Memcached\n      name: memcacheds.cache.example.com\n      version: v1alpha1\n",
+            "  customresourcedefinitions:\n    owned: null\n",
+        )
+        .convert(&Options::default());
+    assert!(owned_null.is_ok(), "{owned_null:?}");
+}
+
+#[test]
+fn null_install_modes_read_as_none_supported() {
+    let err = Files::memcached()
+        .edit(
+            CSV_FILE,
+            "  installModes:\n  - supported: true\n    type: OwnNamespace\n  - supported: true\n    type: SingleNamespace\n  - supported: false\n    type: MultiNamespace\n  - supported: true\n    type: AllNamespaces\n",
+            "  installModes: null\n",
+        )
+        .convert(&Options::default())
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("marks no install mode as supported in spec.installModes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_empty_service_account_is_the_default_one_as_upstream() {
+    let objects = Files::memcached()
+        .edit(
+            CSV_FILE,
+            "        serviceAccountName: memcached-operator-metrics-reader\n",
+            "        serviceAccountName: null\n",
+        )
+        .convert(&options(Some("ops"), &["ops"]))
+        .unwrap();
+    let subjects: Vec<&Value> = of_kind(&objects, "RoleBinding")
+        .into_iter()
+        .map(|o| &o.data["subjects"][0]["name"])
+        .collect();
+    assert!(subjects.contains(&&json!("default")), "{subjects:?}");
+    assert!(
+        !of_kind(&objects, "ServiceAccount")
+            .iter()
+            .any(|o| name(o).is_empty() || name(o) == "default")
+    );
+}
+
+#[test]
+fn a_rule_of_the_wrong_shape_is_an_error_naming_the_csv_field() {
+    let err = Files::memcached()
+        .edit(
+            CSV_FILE,
+            READER_RULES,
+            "      - rules:\n        - verbs: get\n        serviceAccountName: memcached-operator-metrics-reader\n",
+        )
+        .convert(&options(Some("ops"), &["ops"]))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to read ClusterServiceVersion \"{CSV_NAME}\" in {CSV_FILE}: \
+             spec.install.spec.permissions[1].rules[0].verbs must be a list of strings"
+        )
+    );
 }
 
 #[test]
@@ -529,6 +728,7 @@ fn the_pod_template_carries_csv_annotations_and_keeps_its_own() {
     let deployment = of_kind(&objects, "Deployment")[0];
     let annotations = &deployment.data["spec"]["template"]["metadata"]["annotations"];
     assert_eq!(annotations["olm.targetNamespaces"], "team-a");
+    assert_eq!(annotations["olm.operatorNamespace"], "ops");
     assert_eq!(
         annotations["kubectl.kubernetes.io/default-container"],
         "manager"
@@ -540,6 +740,31 @@ fn the_pod_template_carries_csv_annotations_and_keeps_its_own() {
         "controller-manager"
     );
     assert_eq!(deployment.data["spec"]["replicas"], 1);
+    assert_eq!(deployment.data["spec"]["revisionHistoryLimit"], 1);
+}
+
+/// Upstream sets `olm.operatorNamespace` and `olm.targetNamespaces` over whatever the CSV or
+/// the template says, and always renders `revisionHistoryLimit: 1`, as OLM v0 does.
+#[test]
+fn olm_pod_annotations_and_the_revision_history_limit_override_the_csv() {
+    let objects = Files::memcached()
+        .edit(
+            CSV_FILE,
+            "        spec:\n          replicas: 1\n",
+            "        spec:\n          replicas: 1\n          revisionHistoryLimit: 10\n",
+        )
+        .edit(
+            CSV_FILE,
+            "    capabilities: Basic Install\n",
+            "    capabilities: Basic Install\n    olm.operatorNamespace: elsewhere\n",
+        )
+        .convert(&Options::default())
+        .unwrap();
+    let deployment = of_kind(&objects, "Deployment")[0];
+    let annotations = &deployment.data["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["olm.operatorNamespace"], "memcached-system");
+    assert_eq!(annotations["olm.targetNamespaces"], "");
+    assert_eq!(deployment.data["spec"]["revisionHistoryLimit"], 1);
 }
 
 #[test]

@@ -22,6 +22,7 @@ const CASES: &[&str] = &[
     "messy",
     "missing-csv",
     "multi-namespace",
+    "no-default-target",
     "own-namespace",
     "single-namespace",
     "two-csvs",
@@ -29,6 +30,7 @@ const CASES: &[&str] = &[
     "unsupported-kind",
     "v1beta1-crd",
     "webhook-csv",
+    "yaml-merge-keys-and-nulls",
 ];
 
 fn golden(case: &str) -> PathBuf {
@@ -310,6 +312,56 @@ fn messy_bundles_convert() {
     );
     // An env value YAML 1.1 would read as a boolean stays a string.
     assert!(yaml.contains("value: \"on\""), "{yaml}");
+}
+
+/// A bundle written with YAML merge keys (in the CSV, a CRD schema and a Service) and
+/// `null` where OLM reads empty values.
+#[test]
+fn merge_keys_are_applied_and_nulls_read_as_empty() {
+    let yaml = converts("yaml-merge-keys-and-nulls");
+    assert!(!yaml.contains("<<"), "{yaml}");
+    let docs = documents(&yaml);
+    let crd = find(&docs, "CustomResourceDefinition", "stores.kv.example.org");
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    assert_eq!(spec["replica"]["properties"], spec["primary"]["properties"]);
+    assert_eq!(
+        spec["replica"]["description"],
+        "Read replicas of the primary."
+    );
+    assert_eq!(spec["shards"]["type"], "integer");
+    assert_eq!(spec["shards"]["default"], 1);
+    assert_eq!(
+        spec["shards"]["description"],
+        "How many shards the data is split into."
+    );
+    let deployment = find(&docs, "Deployment", "keyvalue-operator");
+    let containers = &deployment["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers[1]["name"], "metrics-proxy");
+    assert_eq!(containers[1]["image"], containers[0]["image"]);
+    assert_eq!(containers[1]["resources"]["requests"]["memory"], "32Mi");
+    assert_eq!(containers[1]["resources"]["limits"]["cpu"], "10m");
+    let annotations = &deployment["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["createdAt"], "");
+    assert_eq!(annotations["olm.operatorNamespace"], "keyvalue-system");
+    assert_eq!(deployment["spec"]["revisionHistoryLimit"], 1);
+    let service = find(&docs, "Service", "keyvalue-operator-metrics");
+    assert_eq!(service["spec"]["ports"][1]["protocol"], "TCP");
+    // `rules: null` is no rules: promoted, the account gets only the namespaces rule.
+    assert!(docs.iter().any(
+        |d| d["kind"] == "ClusterRoleBinding" && d["subjects"][0]["name"] == "keyvalue-backup"
+    ));
+}
+
+#[test]
+fn no_default_target_says_what_to_give() {
+    let message = fails(
+        "no-default-target",
+        "manifests/tenant-operator.clusterserviceversion.yaml",
+    );
+    assert!(
+        message.contains("spec.config.targetNamespaces"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! Generated multi-document YAML against the bundle manifest reader: document separators
 //! in odd places, BOMs, CRLF, comment-only documents, anchors and alias bombs never panic;
-//! N object documents yield N objects; empty documents are skipped.
+//! N object documents yield N objects; empty documents are skipped; merge keys are applied
+//! as YAML 1.1 readers apply them and never reach an object.
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
 
 use apply_engine::manifest::parse_documents;
 use proptest::prelude::*;
@@ -64,6 +67,54 @@ proptest! {
         prop_assert_eq!(parsed, names);
     }
 
+    /// `data: {<written keys>, <<: [*b0, *b1, ...]}`: the result holds every written key
+    /// with its written value, then each base's keys the written ones and earlier bases lack.
+    #[test]
+    fn merged_mappings_fill_in_keys_the_mapping_lacks_earlier_first(
+        bases in prop::collection::vec(
+            prop::collection::btree_map("[a-e]", "v[a-z]{1,4}", 0..4), 1..4),
+        written in prop::collection::btree_map("[a-e]", "v[a-z]{1,4}", 0..4),
+        merge_first in any::<bool>(),
+        as_list in any::<bool>(),
+    ) {
+        let flow = |map: &BTreeMap<String, String>| {
+            let entries: Vec<String> = map.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            format!("{{{}}}", entries.join(", "))
+        };
+        let mut text = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\nbases:\n");
+        for (i, base) in bases.iter().enumerate() {
+            text.push_str(&format!("  b{i}: &b{i} {}\n", flow(base)));
+        }
+        // One base may be merged on its own; several need the list form.
+        let aliases: Vec<String> = (0..bases.len()).map(|i| format!("*b{i}")).collect();
+        let merge = if bases.len() == 1 && !as_list {
+            format!("  <<: {}\n", aliases[0])
+        } else {
+            format!("  <<: [{}]\n", aliases.join(", "))
+        };
+        text.push_str("data:\n");
+        if merge_first {
+            text.push_str(&merge);
+        }
+        for (k, v) in &written {
+            text.push_str(&format!("  {k}: {v}\n"));
+        }
+        if !merge_first {
+            text.push_str(&merge);
+        }
+        let mut expected = written.clone();
+        for base in &bases {
+            for (k, v) in base {
+                expected.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        let objects = parse_documents("merge.yaml", text.as_bytes()).unwrap();
+        let data: BTreeMap<String, String> =
+            serde_json::from_value(objects[0].data["data"].clone()).unwrap();
+        prop_assert_eq!(data, expected);
+        prop_assert!(!serde_json::to_string(&objects[0].data).unwrap().contains("<<"));
+    }
+
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,256}") {
         let _ = parse_documents("bundle.yaml", text.as_bytes());
@@ -84,6 +135,22 @@ fn an_alias_bomb_is_refused_rather_than_expanded() {
         let name = format!("l{level}");
         text.push_str(&format!("{name}: &{name} [*{previous}, *{previous}]\n"));
         previous = name;
+    }
+    let started = std::time::Instant::now();
+    let result = parse_documents("bomb.yaml", text.as_bytes());
+    assert!(result.is_err(), "an alias bomb was accepted");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn an_alias_bomb_through_merge_keys_is_refused_rather_than_expanded() {
+    // Each level merges two copies of the one below under new keys: 2^30 entries if expanded.
+    let mut text = String::from("l0: &l0 {a: x, b: x}\n");
+    for level in 1..30 {
+        let previous = level - 1;
+        text.push_str(&format!(
+            "l{level}: &l{level} {{<<: *l{previous}, p: *l{previous}, q: *l{previous}}}\n"
+        ));
     }
     let started = std::time::Instant::now();
     let result = parse_documents("bomb.yaml", text.as_bytes());
