@@ -34,7 +34,7 @@ use crate::identity;
 use crate::kinds::KindCache;
 use crate::object::ObjectKey;
 use crate::status::{Outcome, next_status, shows_progress};
-use crate::warnings::{Warnings, client_recording_warnings};
+use crate::warnings::{SharedClients, Warnings, recording_warnings};
 
 /// An apply that takes longer than this shows its steps in status (`Progressing`); a
 /// quicker one only writes its outcome.
@@ -117,6 +117,7 @@ pub struct Context<F> {
     metrics: ReconcileMetrics,
     backoff: Backoff,
     kinds: Arc<KindCache>,
+    clients: SharedClients,
 }
 
 /// A failed reconcile.
@@ -187,6 +188,7 @@ impl<F: BundleFormat> Context<F> {
             metrics,
             backoff: Backoff::default(),
             kinds: Arc::new(KindCache::new()),
+            clients: SharedClients::default(),
         }
     }
 
@@ -195,15 +197,18 @@ impl<F: BundleFormat> Context<F> {
     fn applier_for(&self, deployment: &BundleDeployment) -> Result<(Applier, Warnings), Error> {
         let account =
             identity::account_for(deployment, self.settings.default_service_account.as_ref());
-        let (config, identity) = match account {
-            Some(account) => (
-                identity::impersonating(&self.config, account),
-                format!("ServiceAccount {account}"),
-            ),
-            None => (self.config.clone(), "the provisioner".to_owned()),
+        let identity = match account {
+            Some(account) => format!("ServiceAccount {account}"),
+            None => "the provisioner".to_owned(),
         };
-        let (client, warnings) =
-            client_recording_warnings(config).map_err(|source| Error::Client(identity, source))?;
+        let shared = self
+            .clients
+            .get_or_build(&identity, || match account {
+                Some(account) => identity::impersonating(&self.config, account),
+                None => self.config.clone(),
+            })
+            .map_err(|source| Error::Client(identity, source))?;
+        let (client, warnings) = recording_warnings(&shared);
         Ok((Applier::new(client, self.kinds.clone()), warnings))
     }
 
