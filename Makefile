@@ -23,7 +23,7 @@ help: ## list targets
 test: lint verify unit integration ## everything CI runs: lint, CRD drift, unit tests, integration tests on a real control plane
 
 .PHONY: lint
-lint: fmt-check clippy ## rustfmt and clippy (warnings are errors)
+lint: fmt-check clippy deny ## rustfmt, clippy (warnings are errors) and the dependency policy
 
 .PHONY: fmt-check
 fmt-check:
@@ -38,6 +38,10 @@ fmt: ## format Rust and Go sources
 .PHONY: clippy
 clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+.PHONY: deny
+deny: ## dependency policy of deny.toml (licences, bans, sources) with a pinned cargo-deny, installed once into the cache
+	hack/cargo-deny
 
 .PHONY: generate
 generate: tools ## regenerate deploy/crds, deploy/compat (from the API crates) and deploy/openshift (from the kustomize overlay)
