@@ -417,9 +417,15 @@ pub fn deprecation_conditions(
         TYPE_BUNDLE_DEPRECATED, TYPE_CHANNEL_DEPRECATED, TYPE_DEPRECATED, TYPE_PACKAGE_DEPRECATED,
         deprecation,
     };
-    let notice = resolution
-        .and_then(|r| r.status.as_ref())
-        .and_then(|s| s.deprecations.iter().find(|d| d.package == package));
+    let status = resolution.and_then(|r| r.status.as_ref());
+    let notice = status.and_then(|s| s.deprecations.iter().find(|d| d.package == package));
+    // What was selected, to name it when there is no notice.
+    let selected = status.and_then(|s| {
+        s.selections
+            .iter()
+            .filter_map(|text| text.parse::<deppy_api::Selection>().ok())
+            .find(|selection| selection.package == package)
+    });
     let condition = |type_, message: Option<&String>, what: String| match message {
         Some(message) => OperatorCondition {
             type_,
@@ -442,18 +448,20 @@ pub fn deprecation_conditions(
     let channel_condition = condition(
         TYPE_CHANNEL_DEPRECATED,
         notice.and_then(|n| n.channel_message.as_ref()),
-        notice.map_or_else(
-            || "the channel".to_owned(),
-            |n| format!("channel {}", n.channel),
-        ),
+        match (notice, &selected) {
+            (Some(n), _) => format!("channel {}", n.channel),
+            (None, Some(selection)) => format!("channel {}", selection.channel),
+            (None, None) => "the channel".to_owned(),
+        },
     );
     let bundle_condition = condition(
         TYPE_BUNDLE_DEPRECATED,
         notice.and_then(|n| n.bundle_message.as_ref()),
-        notice.map_or_else(
-            || "the selected bundle".to_owned(),
-            |n| format!("bundle {}", n.bundle),
-        ),
+        match (notice, &selected) {
+            (Some(n), _) => format!("bundle {}", n.bundle),
+            (None, Some(selection)) => format!("{package} {}", selection.version),
+            (None, None) => "the selected bundle".to_owned(),
+        },
     );
     let messages: Vec<&str> = [&package_condition, &channel_condition, &bundle_condition]
         .iter()

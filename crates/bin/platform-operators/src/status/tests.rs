@@ -985,4 +985,18 @@ fn deprecation_conditions_follow_the_notices_of_the_operators_own_selection() {
         conditions[1].message,
         "The catalog does not deprecate package memcached-operator"
     );
+
+    // Without notices, the messages name what was selected.
+    let mut plain = resolution(1, resolved(1));
+    plain.status.as_mut().unwrap().selections =
+        vec!["examples:memcached-operator:0.2.0:stable".into()];
+    let conditions = deprecation_conditions(Some(&plain), "memcached-operator");
+    assert_eq!(
+        conditions[2].message,
+        "The catalog does not deprecate channel stable"
+    );
+    assert_eq!(
+        conditions[3].message,
+        "The catalog does not deprecate memcached-operator 0.2.0"
+    );
 }
