@@ -20,17 +20,16 @@ use platform_api::conditions::{TYPE_INSTALLED, cluster_operator, reasons};
 use platform_api::{AGGREGATED_CLUSTER_OPERATOR, ClusterOperator, PlatformOperator};
 use rukpak_api::BundleDeployment;
 use serde_json::json;
+use testkit::examples::sample;
 use testkit::stack::Component;
 use testkit::wait_for;
 
 /// One scenario at a time: they share the ClusterOperator and the sample packages.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-const MEMCACHED: (&str, &str) = (
-    "memcached-operator-system",
-    "memcached-operator-controller-manager",
-);
-const METRICS_AGENT: (&str, &str) = ("metrics-agent-system", "metrics-agent");
+/// Each sample operator's (namespace, Deployment).
+const MEMCACHED: (&str, &str) = (sample::MEMCACHED_NAMESPACE, sample::MEMCACHED_DEPLOYMENT);
+const METRICS_AGENT: (&str, &str) = (sample::METRICS_NAMESPACE, sample::METRICS_DEPLOYMENT);
 
 async fn create_po(client: &Client, env: &Env, name: &str, package: &str, range: Option<&str>) {
     let mut spec = json!({ "package": { "name": package } });

@@ -20,6 +20,9 @@ use platform_api::{
 };
 use rukpak_api::BundleDeployment;
 use serde_json::json;
+use testkit::examples::sample::{
+    MEMCACHED, MEMCACHED_BD, MEMCACHED_DEPLOYMENT, MEMCACHED_NAMESPACE, METRICS, METRICS_BD,
+};
 use testkit::stack::{Component, Stack};
 use testkit::wait_for;
 use tokio::sync::{Mutex, MutexGuard};
@@ -31,13 +34,6 @@ const REMOVE_TIMEOUT: Duration = Duration::from_secs(180);
 /// A status that follows from objects already there.
 const STATUS_TIMEOUT: Duration = Duration::from_secs(60);
 
-const MEMCACHED: &str = "memcached-operator";
-const METRICS: &str = "metrics-agent";
-/// The child BundleDeployments installing them.
-const MEMCACHED_BD: &str = "package-memcached-operator";
-const METRICS_BD: &str = "package-metrics-agent";
-const MEMCACHED_NAMESPACE: &str = "memcached-operator-system";
-const MEMCACHED_DEPLOYMENT: &str = "memcached-operator-controller-manager";
 const CO: &str = platform_api::AGGREGATED_CLUSTER_OPERATOR;
 
 /// What every scenario shares: the controllers, serving the sample catalog.

@@ -19,6 +19,10 @@ use kube::{Api, Client, ResourceExt};
 use resolution_activator::resolve_set::{RESOLUTION_LABEL, wrapper_config_map};
 use rukpak_api::BundleDeployment;
 use serde_json::json;
+use testkit::examples::sample::{
+    MEMCACHED, MEMCACHED_BD, MEMCACHED_CRD, MEMCACHED_DEPLOYMENT, MEMCACHED_NAMESPACE, METRICS,
+    METRICS_BD, METRICS_CRD, METRICS_DEPLOYMENT, METRICS_NAMESPACE,
+};
 use testkit::stack::{Component, Stack};
 use testkit::wait_for;
 use tokio::sync::{Mutex, MutexGuard, OnceCell};
@@ -27,18 +31,6 @@ use tokio::sync::{Mutex, MutexGuard, OnceCell};
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(180);
 /// Removing an installation, namespaces included.
 const REMOVE_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// The packages, and (with the `package-` prefix) their child BundleDeployments.
-const MEMCACHED: &str = "memcached-operator";
-const METRICS: &str = "metrics-agent";
-const MEMCACHED_BD: &str = "package-memcached-operator";
-const METRICS_BD: &str = "package-metrics-agent";
-const MEMCACHED_NAMESPACE: &str = "memcached-operator-system";
-const METRICS_NAMESPACE: &str = "metrics-agent-system";
-const MEMCACHED_DEPLOYMENT: &str = "memcached-operator-controller-manager";
-const METRICS_DEPLOYMENT: &str = "metrics-agent";
-const MEMCACHED_CRD: &str = "memcacheds.cache.example.com";
-const METRICS_CRD: &str = "agents.metrics.example.com";
 
 /// What every scenario shares: the controllers and the Catalog serving the sample catalog.
 struct Fixture {

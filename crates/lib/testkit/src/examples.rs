@@ -51,3 +51,29 @@ pub fn publish(registry: &CraneRegistry) -> Examples {
         registry: registry.addr.clone(),
     }
 }
+
+/// Names in the sample catalog (`examples/`) that tests look for: its packages, the child
+/// BundleDeployments the PlatformOperator activator class names after them, and what the
+/// operators install.
+pub mod sample {
+    /// The operator package that depends on [`METRICS`].
+    pub const MEMCACHED: &str = "memcached-operator";
+    /// The dependency package.
+    pub const METRICS: &str = "metrics-agent";
+    /// The child BundleDeployment installing [`MEMCACHED`].
+    pub const MEMCACHED_BD: &str = "package-memcached-operator";
+    /// The child BundleDeployment installing [`METRICS`].
+    pub const METRICS_BD: &str = "package-metrics-agent";
+    /// Where [`MEMCACHED`] is installed.
+    pub const MEMCACHED_NAMESPACE: &str = "memcached-operator-system";
+    /// Where [`METRICS`] is installed.
+    pub const METRICS_NAMESPACE: &str = "metrics-agent-system";
+    /// [`MEMCACHED`]'s operator Deployment.
+    pub const MEMCACHED_DEPLOYMENT: &str = "memcached-operator-controller-manager";
+    /// [`METRICS`]'s operator Deployment.
+    pub const METRICS_DEPLOYMENT: &str = "metrics-agent";
+    /// The CRD [`MEMCACHED`] owns.
+    pub const MEMCACHED_CRD: &str = "memcacheds.cache.example.com";
+    /// The CRD [`METRICS`] owns.
+    pub const METRICS_CRD: &str = "agents.metrics.example.com";
+}
