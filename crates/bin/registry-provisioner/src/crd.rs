@@ -11,12 +11,27 @@
 //! v1 also requires what v1beta1 defaulted or did not check: a missing `scope` becomes
 //! `Namespaced` (v1beta1's default), and a CRD of a group the Kubernetes project owns
 //! (`*.k8s.io`, `*.kubernetes.io`) keeps its `api-approved.kubernetes.io` annotation or gets
-//! [`UNAPPROVED`]. Schemas are not made structural: one v1 refuses fails when applied.
+//! [`UNAPPROVED`].
+//!
+//! v1 requires structural schemas: each version's schema is repaired as
+//! [`crate::structural`] describes, or the CRD is refused with the schema path and rule.
 
 use kube::api::DynamicObject;
 use serde_json::{Map, Value, json};
 
 use crate::error::ConvertError;
+use crate::structural::{self, SchemaError};
+
+/// Why a v1beta1 spec could not be converted.
+enum SpecError {
+    /// The spec's shape.
+    Shape(String),
+    /// A version's schema cannot be made structural.
+    Schema {
+        version: String,
+        problem: SchemaError,
+    },
+}
 
 /// The group/version of v1beta1 CRDs.
 pub const V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
@@ -62,7 +77,15 @@ pub fn to_v1(file: &str, crd: &DynamicObject) -> Result<DynamicObject, ConvertEr
     let Some(Value::Object(spec)) = object.get_mut("spec") else {
         return Err(failed("spec is missing or not an object".to_owned()));
     };
-    convert_spec(spec).map_err(failed)?;
+    convert_spec(spec).map_err(|err| match err {
+        SpecError::Shape(message) => failed(message),
+        SpecError::Schema { version, problem } => ConvertError::CrdSchema {
+            file: file.to_owned(),
+            name: name.clone(),
+            version,
+            problem: Box::new(problem),
+        },
+    })?;
     let group = spec
         .get("group")
         .and_then(Value::as_str)
@@ -94,7 +117,8 @@ pub fn to_v1(file: &str, crd: &DynamicObject) -> Result<DynamicObject, ConvertEr
     serde_json::from_value(value).map_err(|err| failed(err.to_string()))
 }
 
-fn convert_spec(spec: &mut Map<String, Value>) -> Result<(), String> {
+fn convert_spec(spec: &mut Map<String, Value>) -> Result<(), SpecError> {
+    let shape = |message: &str| SpecError::Shape(message.to_owned());
     if spec.get("scope").is_none_or(Value::is_null) {
         spec.insert("scope".to_owned(), Value::String("Namespaced".to_owned()));
     }
@@ -111,33 +135,61 @@ fn convert_spec(spec: &mut Map<String, Value>) -> Result<(), String> {
         .entry("versions")
         .or_insert_with(|| Value::Array(Vec::new()));
     let Value::Array(versions) = versions else {
-        return Err("spec.versions is not a list".to_owned());
+        return Err(shape("spec.versions is not a list"));
     };
     if versions.is_empty() {
         let Some(Value::String(name)) = version else {
-            return Err("spec.version and spec.versions are both missing".to_owned());
+            return Err(shape("spec.version and spec.versions are both missing"));
         };
         versions.push(json!({"name": name, "served": true, "storage": true}));
     }
-    for entry in versions.iter_mut() {
+    for (index, entry) in versions.iter_mut().enumerate() {
         let Value::Object(entry) = entry else {
-            return Err("an entry of spec.versions is not an object".to_owned());
+            return Err(shape("an entry of spec.versions is not an object"));
         };
-        if !entry.contains_key("schema") {
-            let schema = validation
-                .clone()
-                .unwrap_or_else(|| json!({"openAPIV3Schema": {"type": "object"}}));
+        let version = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        // Where the schema is in the input, for messages.
+        let mut path = format!("spec.versions[{index}].schema.openAPIV3Schema");
+        if entry.get("schema").is_none_or(Value::is_null) {
+            // Without any schema nothing is validated or pruned: every field is kept.
+            let schema = match &validation {
+                Some(validation) if !validation.is_null() => {
+                    path = "spec.validation.openAPIV3Schema".to_owned();
+                    validation.clone()
+                }
+                _ => json!({"openAPIV3Schema": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                }}),
+            };
             entry.insert("schema".to_owned(), schema);
         }
-        if preserve_unknown
-            && let Some(Value::Object(root)) = entry
-                .get_mut("schema")
-                .and_then(|s| s.get_mut("openAPIV3Schema"))
-        {
-            root.insert(
-                "x-kubernetes-preserve-unknown-fields".to_owned(),
-                Value::Bool(true),
-            );
+        match entry.get_mut("schema") {
+            Some(Value::Object(schema)) => match schema.get_mut("openAPIV3Schema") {
+                Some(root) if !root.is_null() => {
+                    structural::make_structural(root, &path, preserve_unknown).map_err(
+                        |problem| SpecError::Schema {
+                            version: version.clone(),
+                            problem,
+                        },
+                    )?;
+                }
+                _ => {
+                    schema.insert(
+                        "openAPIV3Schema".to_owned(),
+                        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+                    );
+                }
+            },
+            _ => {
+                return Err(shape(
+                    "spec.validation (or a version's schema) is not an object",
+                ));
+            }
         }
         if let Some(subresources) = &subresources {
             entry
@@ -235,5 +287,56 @@ mod tests {
                 "{group}: {crd}"
             );
         }
+    }
+
+    #[test]
+    fn a_schema_that_cannot_be_made_structural_is_refused_naming_crd_version_and_path() {
+        let top_level = v1beta1("example.com", "").replace(
+            "  version: v1\n",
+            "  version: v1\n  validation:\n    openAPIV3Schema:\n      properties:\n        spec:\n          anyOf:\n          - type: string\n          - type: object\n",
+        );
+        let err = convert(&top_level).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to convert CustomResourceDefinition \"things.example.com\" in manifests/crd.yaml to apiextensions.k8s.io/v1: the schema of version \"v1\" cannot be made structural: spec.validation.openAPIV3Schema.properties.spec.anyOf[0]: type \"string\" inside allOf, anyOf, oneOf or not is not allowed in apiextensions.k8s.io/v1, and the node has no type of its own"
+        );
+        let per_version = v1beta1("example.com", "").replace(
+            "  version: v1\n",
+            "  versions:\n  - name: v1\n    served: true\n    storage: false\n  - name: v2\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        properties:\n          metadata:\n            properties:\n              labels: {type: object}\n",
+        );
+        let ConvertError::CrdSchema {
+            version, problem, ..
+        } = convert(&per_version).unwrap_err()
+        else {
+            panic!("not a schema error");
+        };
+        assert_eq!(version, "v2");
+        assert_eq!(
+            problem.path,
+            "spec.versions[1].schema.openAPIV3Schema.properties.metadata"
+        );
+    }
+
+    #[test]
+    fn schemas_are_repaired_and_a_version_without_one_keeps_every_field() {
+        let crd = convert(&v1beta1("example.com", "").replace(
+            "  version: v1\n",
+            "  version: v1\n  preserveUnknownFields: false\n  validation:\n    openAPIV3Schema:\n      properties:\n        spec:\n          properties:\n            replicas: {type: integer}\n",
+        ))
+        .unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["spec"]["type"], "object");
+        assert!(schema.get("x-kubernetes-preserve-unknown-fields").is_none());
+
+        let without = convert(&v1beta1("example.com", "").replace(
+            "  version: v1\n",
+            "  version: v1\n  preserveUnknownFields: false\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            without["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+        );
     }
 }

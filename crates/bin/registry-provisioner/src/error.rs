@@ -125,4 +125,19 @@ pub enum ConvertError {
         /// What is wrong.
         message: String,
     },
+    /// A v1beta1 CustomResourceDefinition's schema breaks a rule of v1 that cannot be
+    /// repaired without changing what the schema accepts.
+    #[error(
+        "failed to convert CustomResourceDefinition {name:?} in {file} to apiextensions.k8s.io/v1: the schema of version {version:?} cannot be made structural: {problem}"
+    )]
+    CrdSchema {
+        /// File inside the bundle.
+        file: String,
+        /// Name of the CRD.
+        name: String,
+        /// The version whose schema it is.
+        version: String,
+        /// Where and why.
+        problem: Box<crate::structural::SchemaError>,
+    },
 }

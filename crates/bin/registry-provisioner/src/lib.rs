@@ -14,6 +14,7 @@ pub mod error;
 pub mod install_modes;
 pub mod objects;
 pub mod render;
+pub mod structural;
 
 use apply_engine::controller::{BundleFormat, Plan};
 use kube::api::DynamicObject;
