@@ -93,6 +93,18 @@ pub enum ConvertError {
         /// target namespaces [other]`.
         message: String,
     },
+    /// The install namespace the bundle suggests cannot name a namespace.
+    #[error(
+        "failed to choose the install namespace of ClusterServiceVersion {name:?} in {file}: {message}"
+    )]
+    InstallNamespace {
+        /// File of the CSV.
+        file: String,
+        /// Name of the CSV.
+        name: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
     /// A manifest has a kind that OLM does not allow in bundles.
     #[error(
         "failed to convert {file}: bundle contains unsupported resource: Name: {name}, Kind: {kind}"

@@ -28,11 +28,31 @@ pub const MULTI_NAMESPACE: &str = "MultiNamespace";
 /// CSV annotation suggesting an install namespace.
 pub const SUGGESTED_NAMESPACE_ANNOTATION: &str = "operatorframework.io/suggested-namespace";
 
+/// The longest namespace name.
+const NAMESPACE_NAME_MAX: usize = 63;
+
+/// Whether `name` can name a namespace: a DNS label (lowercase letters, digits and `-`,
+/// starting and ending with a letter or digit) of at most 63 characters.
+pub fn is_namespace_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= NAMESPACE_NAME_MAX
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
 /// The install namespace: `explicit` when given, else the CSV's
-/// `operatorframework.io/suggested-namespace` annotation, else `<package>-system`.
-pub fn install_namespace(bundle: &Bundle, explicit: Option<&str>) -> String {
+/// `operatorframework.io/suggested-namespace` annotation, else `<package>-system` made a
+/// valid namespace name (lowercased, other characters than letters, digits and `-` turned
+/// into `-`, and shortened with a hash past 63 characters, so `redis.opstree` gets
+/// `redis-opstree-system`). A suggested namespace that is not a valid name is refused (the
+/// message says how to choose another), rather than failing later when it is created.
+pub fn install_namespace(bundle: &Bundle, explicit: Option<&str>) -> Result<String, String> {
     if let Some(namespace) = explicit.filter(|ns| !ns.is_empty()) {
-        return namespace.to_owned();
+        return Ok(namespace.to_owned());
     }
     if let Some(suggested) = bundle
         .csv
@@ -41,9 +61,26 @@ pub fn install_namespace(bundle: &Bundle, explicit: Option<&str>) -> String {
         .get(SUGGESTED_NAMESPACE_ANNOTATION)
         .filter(|ns| !ns.is_empty())
     {
-        return suggested.clone();
+        if is_namespace_name(suggested) {
+            return Ok(suggested.clone());
+        }
+        return Err(format!(
+            "the install namespace {suggested:?} that the {SUGGESTED_NAMESPACE_ANNOTATION} annotation suggests is not a valid namespace name (at most {NAMESPACE_NAME_MAX} lowercase letters, digits and '-', starting and ending with a letter or digit): set spec.installNamespace on the BundleDeployment, or pass --install-namespace to render"
+        ));
     }
-    format!("{}-system", bundle.package)
+    let base: String = format!("{}-system", bundle.package)
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let base = base.trim_matches('-');
+    Ok(rukpak_api::names::fit(base, NAMESPACE_NAME_MAX))
 }
 
 /// The supported install modes of the CSV, sorted.

@@ -99,7 +99,12 @@ pub fn conversion<'a>(
     options: &Options,
 ) -> Result<Conversion, ConvertError> {
     let bundle = bundle::read(files)?;
-    let namespace = install_modes::install_namespace(&bundle, options.install_namespace.as_deref());
+    let namespace = install_modes::install_namespace(&bundle, options.install_namespace.as_deref())
+        .map_err(|message| ConvertError::InstallNamespace {
+            file: bundle.csv_file.clone(),
+            name: bundle.csv.metadata.name.clone(),
+            message,
+        })?;
     let targets =
         install_modes::target_namespaces(&bundle, &namespace, &options.target_namespaces)?;
     let objects = objects::generate(&bundle, &namespace, &targets)?;

@@ -221,6 +221,77 @@ fn without_a_suggestion_the_install_namespace_is_the_package_system_namespace() 
 }
 
 #[test]
+fn a_package_name_that_is_no_namespace_name_still_gives_a_valid_install_namespace() {
+    let without_suggestion = |package: &str| {
+        Files::memcached()
+            .edit(
+                CSV_FILE,
+                "    operatorframework.io/suggested-namespace: memcached-system\n",
+                "",
+            )
+            .edit(
+                "metadata/annotations.yaml",
+                "package.v1: memcached-operator",
+                &format!("package.v1: {package}"),
+            )
+            .convert(&Options::default())
+            .unwrap()
+    };
+    let objects = without_suggestion("redis.opstree");
+    assert_eq!(
+        namespace(of_kind(&objects, "Deployment")[0]),
+        Some("redis-opstree-system")
+    );
+    let long = "aws-controllers-k8s-elasticache-controller-with-a-really-long-name";
+    let objects = without_suggestion(long);
+    let install = namespace(of_kind(&objects, "Deployment")[0])
+        .unwrap()
+        .to_owned();
+    assert!(install.len() <= 63, "{install}");
+    assert!(
+        install.starts_with("aws-controllers-k8s-elasticache"),
+        "{install}"
+    );
+    // Distinct long packages keep distinct namespaces.
+    let other = without_suggestion(&format!("{long}-2"));
+    assert_ne!(
+        namespace(of_kind(&other, "Deployment")[0]),
+        Some(install.as_str())
+    );
+}
+
+#[test]
+fn a_suggested_namespace_that_is_no_namespace_name_is_refused_saying_what_to_do() {
+    let err = Files::memcached()
+        .edit(
+            CSV_FILE,
+            "suggested-namespace: memcached-system",
+            "suggested-namespace: Memcached.System",
+        )
+        .convert(&Options::default())
+        .unwrap_err();
+    assert!(
+        matches!(err, ConvertError::InstallNamespace { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to choose the install namespace of ClusterServiceVersion \"{CSV_NAME}\" in {CSV_FILE}: the install namespace \"Memcached.System\" that the operatorframework.io/suggested-namespace annotation suggests is not a valid namespace name (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit): set spec.installNamespace on the BundleDeployment, or pass --install-namespace to render"
+        )
+    );
+    // An explicit install namespace makes the suggestion irrelevant.
+    Files::memcached()
+        .edit(
+            CSV_FILE,
+            "suggested-namespace: memcached-system",
+            "suggested-namespace: Memcached.System",
+        )
+        .convert(&options(Some("operators"), &[]))
+        .unwrap();
+}
+
+#[test]
 fn own_namespace_creates_roles_and_bindings_in_the_install_namespace() {
     let objects = Files::memcached()
         .convert(&options(Some("ops"), &["ops"]))

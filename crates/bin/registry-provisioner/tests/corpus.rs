@@ -609,16 +609,20 @@ fn permissions_text(rng: &mut Rng, key: &str, accounts: &[String], groups: &[Str
 }
 
 fn deployment_text(rng: &mut Rng, name: &str, account: &str, merge_keys: bool) -> String {
+    // A label value holds at most 63 characters (authors shorten long names, as OLM would
+    // otherwise fail the install).
+    let value: String = name.chars().take(63).collect();
+    let value = value.trim_end_matches(['-', '.']);
     let labels = if merge_keys {
         "              labels:\n                <<: *selector\n                app.kubernetes.io/part-of: generated\n"
             .to_owned()
     } else {
-        format!("              labels:\n                control-plane: {name}\n")
+        format!("              labels:\n                control-plane: {value}\n")
     };
     let selector = if merge_keys {
-        format!("            matchLabels: &selector\n              control-plane: {name}\n")
+        format!("            matchLabels: &selector\n              control-plane: {value}\n")
     } else {
-        format!("            matchLabels:\n              control-plane: {name}\n")
+        format!("            matchLabels:\n              control-plane: {value}\n")
     };
     let annotations = match rng.below(4) {
         0 => "              annotations: null\n",
@@ -634,7 +638,7 @@ fn deployment_text(rng: &mut Rng, name: &str, account: &str, merge_keys: bool) -
         format!("              serviceAccountName: {account}\n")
     };
     format!(
-        "      - name: {name}\n        label:\n          control-plane: {name}\n        spec:\n          replicas: {replicas}\n          revisionHistoryLimit: 10\n          selector:\n{selector}          strategy: {{}}\n          template:\n            metadata:\n{labels}{annotations}            spec:\n{account_line}              securityContext:\n                runAsNonRoot: true\n              containers:\n              - name: manager\n                image: quay.io/example/{name}@sha256:{:064x}\n                args: [--leader-elect, --metrics-bind-address=:8080]\n                env:\n                - name: WATCH_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.targetNamespaces']\n                - name: OPERATOR_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.operatorNamespace']\n                - name: EMPTY\n                  value: null\n                resources:\n                  limits: {{cpu: 500m, memory: 128Mi}}\n                  requests: {{cpu: 10m, memory: 64Mi}}\n              terminationGracePeriodSeconds: 10\n",
+        "      - name: {name}\n        label:\n          control-plane: {value}\n        spec:\n          replicas: {replicas}\n          revisionHistoryLimit: 10\n          selector:\n{selector}          strategy: {{}}\n          template:\n            metadata:\n{labels}{annotations}            spec:\n{account_line}              securityContext:\n                runAsNonRoot: true\n              containers:\n              - name: manager\n                image: quay.io/example/{name}@sha256:{:064x}\n                args: [--leader-elect, --metrics-bind-address=:8080]\n                env:\n                - name: WATCH_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.targetNamespaces']\n                - name: OPERATOR_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.operatorNamespace']\n                - name: EMPTY\n                  value: null\n                resources:\n                  limits: {{cpu: 500m, memory: 128Mi}}\n                  requests: {{cpu: 10m, memory: 64Mi}}\n              terminationGracePeriodSeconds: 10\n",
         rng.next()
     )
 }
@@ -866,7 +870,17 @@ fn generate(seed: u64, index: usize) -> Generated {
 
     // The CSV.
     let suggested = if rng.chance(400) {
-        format!("    operatorframework.io/suggested-namespace: {package}-ops\n")
+        // A valid namespace name, as authors suggest (an invalid one is refused; see the
+        // install_modes unit tests).
+        let base: String = package
+            .chars()
+            .take(40)
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        format!(
+            "    operatorframework.io/suggested-namespace: {}-ops\n",
+            base.trim_matches('-')
+        )
     } else {
         String::new()
     };
@@ -1070,6 +1084,19 @@ fn render_once(bundle: &Generated, options: &Options) -> Outcome {
 /// What the API server would check of a rendered object, independently of the conversion's
 /// own code: no YAML merge key left; CRDs are v1 with a scope and structural schemas.
 fn check_object(object: &Value) -> Result<(), String> {
+    if let Some(namespace) = object["metadata"]["namespace"].as_str() {
+        let label = namespace.len() <= 63
+            && !namespace.starts_with('-')
+            && !namespace.ends_with('-')
+            && namespace
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !label || namespace.is_empty() {
+            return Err(format!(
+                "metadata.namespace {namespace:?} is not a valid namespace name"
+            ));
+        }
+    }
     fn no_merge_key(value: &Value, path: &str) -> Result<(), String> {
         match value {
             Value::Object(map) => {
@@ -1467,4 +1494,119 @@ fn render_run_over_generated_bundles() {
     let report = run(seed, count);
     println!("{}", report.table(seed, started.elapsed().as_secs_f64()));
     report.assert_clean();
+}
+
+/// The objects of the first bundles of the corpus that convert, each in its first supported
+/// install mode (or with the default options).
+fn converted_sample(seed: u64, count: usize) -> Vec<(String, Vec<Value>)> {
+    let mut sample = Vec::new();
+    let mut index = 0;
+    while sample.len() < count && index < count * 10 {
+        let bundle = generate(seed, index);
+        index += 1;
+        let options = bundle
+            .supported
+            .first()
+            .map(|mode| options_for(mode))
+            .unwrap_or_default();
+        let files = bundle.files.iter().map(|(p, b)| (p.as_str(), b.as_slice()));
+        let Ok(conversion) = conversion(files, &options) else {
+            continue;
+        };
+        let objects = conversion
+            .objects
+            .iter()
+            .map(|object| serde_json::to_value(object).unwrap())
+            .collect();
+        sample.push((bundle.package, objects));
+    }
+    sample
+}
+
+/// Every object of 40 converted bundles is accepted by the real API server: a server-side
+/// apply with `dryRun=All` of each (CRDs, RBAC, Deployments, ServiceAccounts and the extra
+/// manifests), in namespaces created for the test. What the API server refuses is what an
+/// install would have failed on later; kinds this cluster does not serve (ServiceMonitor,
+/// Console*) are counted and skipped.
+#[tokio::test]
+async fn every_rendered_object_of_a_sample_is_accepted_by_the_api_server() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+    use kube::discovery::Discovery;
+
+    let client = testkit::client().await;
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    let sample = converted_sample(20, 40);
+    assert_eq!(sample.len(), 40, "the corpus has 40 bundles that convert");
+
+    // The namespaces the objects go to exist for real (a dry run cannot create them for the
+    // objects in them); they are deleted at the end.
+    let label = testkit::unique_name("corpus");
+    let mut namespaces: Vec<String> = sample
+        .iter()
+        .flat_map(|(_, objects)| objects.iter())
+        .filter_map(|o| o["metadata"]["namespace"].as_str().map(str::to_owned))
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    let namespace_api = Api::<Namespace>::all(client.clone());
+    let mut created = Vec::new();
+    for namespace in &namespaces {
+        if namespace_api.get_opt(namespace).await.unwrap().is_none() {
+            let object: Namespace = serde_json::from_value(
+                json!({"metadata": {"name": namespace, "labels": {"olmv1-test": label}}}),
+            )
+            .unwrap();
+            namespace_api
+                .create(&Default::default(), &object)
+                .await
+                .unwrap();
+            created.push(namespace.clone());
+        }
+    }
+
+    let params = PatchParams {
+        dry_run: true,
+        ..PatchParams::apply("corpus-dry-run").force()
+    };
+    let (mut accepted, mut unserved) = (0, BTreeMap::<String, usize>::new());
+    let mut refused = Vec::new();
+    for (package, objects) in &sample {
+        for object in objects {
+            let (group, version) = match object["apiVersion"].as_str().unwrap().split_once('/') {
+                Some((group, version)) => (group, version),
+                None => ("", object["apiVersion"].as_str().unwrap()),
+            };
+            let kind = object["kind"].as_str().unwrap();
+            let Some((resource, _)) =
+                discovery.resolve_gvk(&GroupVersionKind::gvk(group, version, kind))
+            else {
+                *unserved.entry(kind.to_owned()).or_default() += 1;
+                continue;
+            };
+            let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
+                Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+                None => Api::all_with(client.clone(), &resource),
+            };
+            let name = object["metadata"]["name"].as_str().unwrap();
+            match api.patch(name, &params, &Patch::Apply(object)).await {
+                Ok(_) => accepted += 1,
+                Err(err) => refused.push(format!("{package}: {kind} {name}: {err}")),
+            }
+        }
+    }
+    for namespace in &created {
+        let _ = namespace_api
+            .delete(namespace, &DeleteParams::background())
+            .await;
+    }
+    println!("dry run: {accepted} objects accepted; kinds not served here: {unserved:?}");
+    assert!(
+        refused.is_empty(),
+        "{} of {} objects refused by the API server:\n{}",
+        refused.len(),
+        refused.len() + accepted,
+        refused.join("\n")
+    );
+    assert!(accepted > 200, "{accepted} objects accepted");
 }
