@@ -47,6 +47,7 @@ fn options(case: &str) -> Options {
             .as_array()
             .map(|l| l.iter().map(|n| n.as_str().unwrap().to_owned()).collect())
             .unwrap_or_default(),
+        ..Options::default()
     }
 }
 

@@ -80,6 +80,21 @@ pub enum ConvertError {
     /// The deployment's `config` is not the expected shape.
     #[error("failed to read the deployment config: {0}")]
     InvalidConfig(String),
+    /// The deployment config cannot be applied to one of the bundle's Deployments (a mount
+    /// path it would use twice, or a pod template of the wrong shape).
+    #[error(
+        "failed to apply spec.config.deploymentConfig to Deployment {deployment:?} of ClusterServiceVersion {name:?} in {file}: {message}"
+    )]
+    DeploymentConfig {
+        /// File of the CSV.
+        file: String,
+        /// Name of the CSV.
+        name: String,
+        /// Name of the Deployment.
+        deployment: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The target namespaces are not allowed by the CSV's install modes.
     #[error(
         "failed to validate target namespaces against ClusterServiceVersion {name:?} in {file}: {message}"

@@ -10,6 +10,7 @@
 
 pub mod bundle;
 pub mod crd;
+pub mod deployment_config;
 pub mod error;
 pub mod install_modes;
 pub mod objects;
@@ -20,6 +21,7 @@ use apply_engine::controller::{BundleFormat, Plan};
 use kube::api::DynamicObject;
 use rukpak_api::BundleDeployment;
 
+pub use deployment_config::DeploymentConfig;
 pub use error::ConvertError;
 
 /// The provisioner id of registry+v1 bundles.
@@ -33,7 +35,7 @@ pub const TARGET_NAMESPACES_CONFIG: &str = "targetNamespaces";
 pub const INSTALL_NAMESPACE_CONFIG: &str = "installNamespace";
 
 /// How to convert a bundle.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
     /// The install namespace; when `None`, the CSV's suggested namespace or
     /// `<package>-system`.
@@ -41,14 +43,19 @@ pub struct Options {
     /// The namespaces the operator watches; empty for the default (all namespaces when
     /// supported, else its own namespace). `""` stands for all namespaces.
     pub target_namespaces: Vec<String>,
+    /// OLM v0's `Subscription.spec.config`, applied to every Deployment of the bundle (see
+    /// [`deployment_config`]).
+    pub deployment_config: Option<DeploymentConfig>,
 }
 
 impl Options {
     /// Options from a BundleDeployment: `spec.installNamespace` (else
-    /// `spec.config.installNamespace`) and `spec.config.targetNamespaces` (a list of strings).
+    /// `spec.config.installNamespace`), `spec.config.targetNamespaces` (a list of strings)
+    /// and `spec.config.deploymentConfig` (read strictly, see [`DeploymentConfig::from_value`]).
     pub fn from_deployment(deployment: &BundleDeployment) -> Result<Self, ConvertError> {
         let mut install_namespace = deployment.spec.install_namespace.clone();
         let mut target_namespaces = Vec::new();
+        let mut deployment_config = None;
         if let Some(config) = &deployment.spec.config {
             if !config.is_object() {
                 return Err(ConvertError::InvalidConfig(
@@ -72,10 +79,15 @@ impl Options {
                 })?;
                 install_namespace = Some(namespace.to_owned());
             }
+            if let Some(value) = config.get(deployment_config::DEPLOYMENT_CONFIG) {
+                deployment_config =
+                    DeploymentConfig::from_value(value).map_err(ConvertError::InvalidConfig)?;
+            }
         }
         Ok(Self {
             install_namespace,
             target_namespaces,
+            deployment_config,
         })
     }
 }
@@ -107,7 +119,12 @@ pub fn conversion<'a>(
         })?;
     let targets =
         install_modes::target_namespaces(&bundle, &namespace, &options.target_namespaces)?;
-    let objects = objects::generate(&bundle, &namespace, &targets)?;
+    let objects = objects::generate(
+        &bundle,
+        &namespace,
+        &targets,
+        options.deployment_config.as_ref(),
+    )?;
     Ok(Conversion {
         install_namespace: namespace,
         target_namespaces: targets,
@@ -216,6 +233,49 @@ mod tests {
         assert!(err.to_string().starts_with(
             "failed to read the deployment config: spec.config.targetNamespaces must be a list of strings"
         ), "{err}");
+    }
+
+    #[test]
+    fn options_read_the_deployment_config() {
+        let options = Options::from_deployment(&deployment(
+            None,
+            json!({"deploymentConfig": {
+                "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+                "nodeSelector": {"infra": ""},
+            }}),
+        ))
+        .unwrap();
+        let config = options.deployment_config.unwrap();
+        assert_eq!(config.env.unwrap()[0].name, "LOG_LEVEL");
+        assert_eq!(config.node_selector.unwrap()["infra"], "");
+        let none =
+            Options::from_deployment(&deployment(None, json!({"deploymentConfig": null}))).unwrap();
+        assert_eq!(none.deployment_config, None);
+    }
+
+    #[test]
+    fn an_invalid_deployment_config_is_refused_naming_the_field() {
+        let err = Options::from_deployment(&deployment(
+            None,
+            json!({"deploymentConfig": {"tolerations": [{"key": "k", "operater": "Exists"}]}}),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to read the deployment config: \
+             spec.config.deploymentConfig.tolerations[0].operater is not a field of Toleration"
+        );
+        let err = Options::from_deployment(&deployment(
+            None,
+            json!({"deploymentConfig": {"resources": "small"}}),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to read the deployment config: spec.config.deploymentConfig.resources is \
+             not a valid ResourceRequirements: invalid type: string \"small\", expected \
+             ResourceRequirements"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use apply_engine::run::RunArgs;
 use clap::{Args, Parser, Subcommand};
-use registry_provisioner::{Options, RegistryFormat, render};
+use registry_provisioner::{DeploymentConfig, Options, RegistryFormat, render};
 
 /// Installs OLM registry+v1 operator bundles, or renders them offline.
 #[derive(Debug, Parser)]
@@ -49,6 +49,12 @@ struct RenderArgs {
     /// namespaces.
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     target_namespaces: Vec<String>,
+
+    /// A file holding the deployment config (what a BundleDeployment's
+    /// `spec.config.deploymentConfig` holds: OLM v0's `Subscription.spec.config` fields),
+    /// as YAML or JSON, applied to every Deployment of the bundle.
+    #[arg(long, value_name = "FILE")]
+    deployment_config: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -84,9 +90,23 @@ impl RenderArgs {
 
     fn render(&self) -> Result<String, String> {
         let files = render::read_dir(&self.bundle_dir).map_err(|e| kit::report::error_chain(&e))?;
+        let deployment_config = match &self.deployment_config {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|err| format!("failed to read file {}: {err}", path.display()))?;
+                DeploymentConfig::from_yaml(&text).map_err(|message| {
+                    format!(
+                        "failed to read the deployment config {}: {message}",
+                        path.display()
+                    )
+                })?
+            }
+        };
         let options = Options {
             install_namespace: self.install_namespace.clone(),
             target_namespaces: self.target_namespaces.clone(),
+            deployment_config,
         };
         let objects = registry_provisioner::convert(
             files

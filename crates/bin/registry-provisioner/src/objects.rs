@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha224};
 
 use crate::bundle::{Bundle, Permission};
+use crate::deployment_config::DeploymentConfig;
 use crate::error::ConvertError;
 
 /// The annotation on the operator's pod template listing its target namespaces
@@ -74,11 +75,13 @@ pub const CLUSTER_KINDS: &[&str] = &[
 pub const CRD_KIND: &str = "CustomResourceDefinition";
 
 /// Builds the plain objects of `bundle` installed in `install_namespace` for `targets`
-/// (already validated; `[""]` means all namespaces).
+/// (already validated; `[""]` means all namespaces), with `config` applied to every
+/// Deployment.
 pub fn generate(
     bundle: &Bundle,
     install_namespace: &str,
     targets: &[String],
+    config: Option<&DeploymentConfig>,
 ) -> Result<Vec<DynamicObject>, ConvertError> {
     let csv = &bundle.csv;
     let csv_name = csv.metadata.name.as_str();
@@ -291,12 +294,23 @@ pub fn generate(
         if !deployment.label.is_empty() {
             metadata["labels"] = json!(deployment.label);
         }
-        generated.push(to_object(json!({
+        let mut object = json!({
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": metadata,
             "spec": spec,
-        }))?);
+        });
+        if let Some(config) = config {
+            config
+                .apply(&mut object)
+                .map_err(|message| ConvertError::DeploymentConfig {
+                    file: bundle.csv_file.clone(),
+                    name: csv_name.to_owned(),
+                    deployment: deployment.name.clone(),
+                    message,
+                })?;
+        }
+        generated.push(to_object(object)?);
     }
     Ok(generated)
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use kube::api::DynamicObject;
-use registry_provisioner::{ConvertError, Options, convert};
+use registry_provisioner::{ConvertError, DeploymentConfig, Options, convert};
 use serde_json::{Value, json};
 
 const CSV_FILE: &str = "manifests/memcached-operator.clusterserviceversion.yaml";
@@ -88,6 +88,7 @@ fn options(install_namespace: Option<&str>, targets: &[&str]) -> Options {
     Options {
         install_namespace: install_namespace.map(str::to_owned),
         target_namespaces: targets.iter().map(|t| (*t).to_owned()).collect(),
+        ..Options::default()
     }
 }
 
@@ -1205,4 +1206,55 @@ fn a_deployment_spec_of_the_wrong_shape_is_an_error_naming_the_csv_file() {
              is not an object"
         )
     );
+}
+
+/// Two mounts at one path in a container (here both from the deploymentConfig) would make
+/// the API server refuse the Deployment: refused at conversion, naming the Deployment.
+#[test]
+fn a_deployment_config_that_cannot_be_applied_is_an_error_naming_the_deployment() {
+    let config = DeploymentConfig::from_value(&serde_json::json!({
+        "volumeMounts": [{"name": "a", "mountPath": "/tmp"}, {"name": "b", "mountPath": "/tmp"}],
+    }))
+    .unwrap();
+    let options = Options {
+        deployment_config: config,
+        ..Options::default()
+    };
+    let err = Files::memcached().convert(&options).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to apply spec.config.deploymentConfig to Deployment \
+             \"memcached-operator-controller-manager\" of ClusterServiceVersion \"{CSV_NAME}\" in \
+             {CSV_FILE}: spec.config.deploymentConfig.volumeMounts[0] mounts volume \"a\" at \
+             \"/tmp\", where container \"manager\" already mounts volume \"b\""
+        )
+    );
+}
+
+#[test]
+fn a_deployment_config_changes_only_the_deployments() {
+    let plain = Files::memcached().convert(&Options::default()).unwrap();
+    let config = DeploymentConfig::from_value(&serde_json::json!({
+        "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+        "annotations": {"example.com/team": "platform"},
+    }))
+    .unwrap();
+    let options = Options {
+        deployment_config: config,
+        ..Options::default()
+    };
+    let tuned = Files::memcached().convert(&options).unwrap();
+    assert_eq!(plain.len(), tuned.len());
+    for (plain, tuned) in plain.iter().zip(&tuned) {
+        if kind(plain) == "Deployment" {
+            assert_ne!(plain, tuned);
+            assert_eq!(
+                tuned.data["spec"]["template"]["spec"]["containers"][0]["env"][1]["value"],
+                "debug"
+            );
+        } else {
+            assert_eq!(plain, tuned);
+        }
+    }
 }

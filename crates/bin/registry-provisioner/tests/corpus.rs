@@ -981,18 +981,22 @@ fn options_for(mode: &str) -> Options {
         "AllNamespaces" => Options {
             install_namespace: None,
             target_namespaces: vec![String::new()],
+            ..Options::default()
         },
         "OwnNamespace" => Options {
             install_namespace: Some("operators".to_owned()),
             target_namespaces: vec!["operators".to_owned()],
+            ..Options::default()
         },
         "SingleNamespace" => Options {
             install_namespace: None,
             target_namespaces: vec!["team-a".to_owned()],
+            ..Options::default()
         },
         _ => Options {
             install_namespace: None,
             target_namespaces: vec!["team-a".to_owned(), "team-b".to_owned()],
+            ..Options::default()
         },
     }
 }

@@ -1,6 +1,7 @@
 //! Golden tests: every directory under `tests/golden/<case>/` holds a registry+v1 bundle
 //! (`bundle/`), the conversion options (`options.yaml`, the keys of a BundleDeployment's
-//! `spec.config`) and the expected result: `expected.yaml` (the `render` output) or
+//! `spec.config`; optionally `deployment-config.yaml`, what `render --deployment-config`
+//! reads) and the expected result: `expected.yaml` (the `render` output) or
 //! `expected.error` (the error message). Run with `UPDATE_GOLDEN=1` to rewrite the expected
 //! files after a deliberate change; a missing expected file fails the test.
 
@@ -9,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use registry_provisioner::{Options, conversion, render};
+use registry_provisioner::{DeploymentConfig, Options, conversion, render};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -17,6 +18,7 @@ use sha2::{Digest, Sha256};
 /// `every_golden_directory_is_a_case`.
 const CASES: &[&str] = &[
     "all-namespaces",
+    "deployment-config",
     "extra-objects",
     "huge-crd",
     "messy",
@@ -57,6 +59,9 @@ fn options(case: &str) -> Options {
                     .collect()
             })
             .unwrap_or_default(),
+        deployment_config: std::fs::read_to_string(golden(case).join("deployment-config.yaml"))
+            .ok()
+            .and_then(|text| DeploymentConfig::from_yaml(&text).unwrap()),
     }
 }
 
@@ -350,6 +355,113 @@ fn merge_keys_are_applied_and_nulls_read_as_empty() {
     assert!(docs.iter().any(
         |d| d["kind"] == "ClusterRoleBinding" && d["subjects"][0]["name"] == "keyvalue-backup"
     ));
+}
+
+/// Every deploymentConfig field (`deployment-config/deployment-config.yaml`) applied to a
+/// bundle with two Deployments, one with two containers and an init container.
+#[test]
+fn deployment_config_is_applied_to_every_deployment() {
+    let yaml = converts("deployment-config");
+    let docs = documents(&yaml);
+    let manager = find(&docs, "Deployment", "tuned-operator-controller-manager");
+    let pod = &manager["spec"]["template"]["spec"];
+    let containers = pod["containers"].as_array().unwrap();
+    let env = &containers[0]["env"];
+    assert_eq!(env[1]["name"], "LOG_LEVEL");
+    assert_eq!(env[1]["value"], "debug");
+    assert_eq!(env[2]["name"], "HTTPS_PROXY");
+    assert_eq!(containers[0]["envFrom"].as_array().unwrap().len(), 2);
+    for container in containers {
+        assert_eq!(container["resources"]["limits"]["cpu"], "1");
+        assert_eq!(
+            container["env"].as_array().unwrap().last().unwrap()["name"],
+            "HTTPS_PROXY"
+        );
+        assert!(
+            container["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["name"] == "trusted-ca")
+        );
+    }
+    // Init containers are left as the bundle has them, as OLM leaves them.
+    assert_eq!(pod["initContainers"][0]["env"][0]["value"], "info");
+    assert!(pod["initContainers"][0].get("resources").is_none());
+    assert_eq!(pod["volumes"][0]["emptyDir"]["medium"], "Memory");
+    assert_eq!(pod["volumes"].as_array().unwrap().len(), 3);
+    assert_eq!(pod["tolerations"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        pod["nodeSelector"],
+        serde_json::json!({"node-role.kubernetes.io/infra": ""})
+    );
+    assert!(pod["affinity"]["nodeAffinity"].is_object());
+    assert!(pod["affinity"]["podAffinity"].is_object());
+    assert!(pod["affinity"].get("podAntiAffinity").is_none());
+    let annotations = &manager["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["example.com/team"], "platform");
+    assert_eq!(
+        annotations["kubectl.kubernetes.io/default-container"],
+        "manager"
+    );
+    assert_eq!(annotations["olm.targetNamespaces"], "");
+    assert_eq!(
+        manager["metadata"]["annotations"]["olm.targetNamespaces"],
+        "ignored"
+    );
+    let webhook = find(&docs, "Deployment", "tuned-operator-webhook");
+    let pod = &webhook["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["env"][0]["value"], "debug");
+    assert_eq!(
+        pod["affinity"]["podAffinity"],
+        manager["spec"]["template"]["spec"]["affinity"]["podAffinity"]
+    );
+    assert_eq!(
+        webhook["metadata"]["annotations"]["example.com/team"],
+        "platform"
+    );
+    assert_eq!(
+        webhook["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"],
+        "webhook"
+    );
+}
+
+#[test]
+fn the_render_command_reads_a_deployment_config_file() {
+    let case = golden("deployment-config");
+    let output = binary()
+        .arg("render")
+        .arg(case.join("bundle"))
+        .arg("--deployment-config")
+        .arg(case.join("deployment-config.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let expected = std::fs::read_to_string(case.join("expected.yaml")).unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+
+    // JSON works too; an unknown field is refused naming it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.json");
+    std::fs::write(&file, r#"{"env": [{"name": "A", "valeu": "1"}]}"#).unwrap();
+    let output = binary()
+        .arg("render")
+        .arg(case.join("bundle"))
+        .arg("--deployment-config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        format!(
+            "registry-provisioner: failed to render bundle {}: failed to read the deployment config {}: \
+             spec.config.deploymentConfig.env[0].valeu is not a field of EnvVar\n",
+            case.join("bundle").display(),
+            file.display()
+        )
+    );
 }
 
 #[test]
