@@ -7,3 +7,11 @@ pub const OWNER_KIND: &str = "core.rukpak.io/owner-kind";
 pub const OWNER_NAME: &str = "core.rukpak.io/owner-name";
 /// Hash of the BundleDeployment template a Bundle was generated from.
 pub const TEMPLATE_HASH: &str = "core.rukpak.io/template-hash";
+
+/// Annotation on every object a provisioner applies: a short hash of the object as last
+/// applied. The engine skips a write when the live object already holds every desired field;
+/// a field the new desired object *drops* (an env var an upgrade removed, a config taken
+/// away) would pass that test, so the hash changes with any change of the desired object
+/// and makes the live one differ, and server-side apply then removes what is no longer
+/// desired. An unchanged resync still writes nothing.
+pub const APPLIED_HASH: &str = "core.rukpak.io/applied-hash";

@@ -273,6 +273,7 @@ impl Applier {
         object.metadata.uid = None;
         object.metadata.managed_fields = None;
         object.metadata.creation_timestamp = None;
+        stamp_applied_hash(&mut object);
         Ok(Some(Resolved {
             key,
             resource,
@@ -861,6 +862,22 @@ fn preflight(
     })
 }
 
+/// Sets [`rukpak_api::labels::APPLIED_HASH`] to the hash of `object` as it is without it,
+/// so that dropping a field from the desired object is seen as drift (see the constant).
+fn stamp_applied_hash(object: &mut DynamicObject) {
+    if let Some(annotations) = object.metadata.annotations.as_mut() {
+        annotations.remove(rukpak_api::labels::APPLIED_HASH);
+    }
+    // Serialising a DynamicObject cannot fail; an empty hash input would only cost writes.
+    let bytes = serde_json::to_vec(&*object).unwrap_or_default();
+    let hash = rukpak_api::names::short_hash(&bytes);
+    object
+        .metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(rukpak_api::labels::APPLIED_HASH.to_owned(), hash);
+}
+
 fn needs_write(item: &Resolved, live: Option<&DynamicObject>) -> bool {
     let Some(live) = live else { return true };
     match (
@@ -912,6 +929,55 @@ fn crd_group_kind(object: &DynamicObject) -> Option<(String, String)> {
 mod tests {
     use super::*;
     use crate::object::owner_labels;
+    use kube::ResourceExt;
+
+    #[test]
+    fn a_dropped_field_changes_the_applied_hash_so_the_write_is_not_skipped() {
+        // A child BundleDeployment whose spec.config was taken away: the desired object is
+        // a subset of the live one, which still has the config.
+        let object = |config: Option<serde_json::Value>| -> DynamicObject {
+            let mut value = json!({
+                "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+                "metadata": {"name": "child", "annotations": {"keep": "me"}},
+                "spec": {"provisionerClassName": "core-rukpak-io-registry"}
+            });
+            if let Some(config) = config {
+                value["spec"]["config"] = config;
+            }
+            serde_json::from_value(value).unwrap()
+        };
+        let mut with = object(Some(json!({"deploymentConfig": {"env": []}})));
+        let mut without = object(None);
+        stamp_applied_hash(&mut with);
+        stamp_applied_hash(&mut without);
+        let hash = |o: &DynamicObject| {
+            o.annotations()
+                .get(rukpak_api::labels::APPLIED_HASH)
+                .cloned()
+        };
+        assert_ne!(hash(&with), hash(&without));
+        assert_eq!(
+            with.annotations().get("keep").map(String::as_str),
+            Some("me")
+        );
+        // Without the hash, the smaller object would read as already applied.
+        let live = serde_json::to_value(&with).unwrap();
+        let mut bare = object(None);
+        assert!(crate::subset::is_subset(
+            &serde_json::to_value(&bare).unwrap(),
+            &live
+        ));
+        assert!(!crate::subset::is_subset(
+            &serde_json::to_value(&without).unwrap(),
+            &live
+        ));
+        // Stamping is stable: the same object gets the same hash, whatever it carried before.
+        let first = hash(&without);
+        stamp_applied_hash(&mut without);
+        assert_eq!(hash(&without), first);
+        stamp_applied_hash(&mut bare);
+        assert_eq!(hash(&bare), first);
+    }
 
     /// An object as resolve() leaves it: kind resolved, namespace defaulted, owner labels.
     fn resolved(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Resolved {
