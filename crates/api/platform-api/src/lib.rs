@@ -17,8 +17,8 @@ pub use cluster_version::{
     UpdateHistory,
 };
 pub use platform_operator::{
-    ActiveBundleDeployment, InstalledBundle, Package, PlatformOperator, PlatformOperatorSpec,
-    PlatformOperatorStatus, UpgradeConstraintPolicy,
+    ActiveBundleDeployment, InstalledBundle, OperatorConfig, Package, PlatformOperator,
+    PlatformOperatorSpec, PlatformOperatorStatus, UpgradeConstraintPolicy,
 };
 
 /// The PlatformOperator API group.
@@ -47,6 +47,11 @@ pub const PACKAGE_ANNOTATION: &str = "platform.openshift.io/package";
 /// and the PlatformOperator's next resolution may only stay there or move along the
 /// catalog's upgrade graph from it.
 pub const BUNDLE_VERSION_ANNOTATION: &str = "platform.openshift.io/bundle-version";
+
+/// Annotation on a PlatformOperator's ActiveResolution holding its `spec.config` as JSON,
+/// for the resolution activator's PlatformOperator class to pass to the BundleDeployment
+/// of the PlatformOperator's own package (as `spec.config.deploymentConfig`).
+pub const CONFIG_ANNOTATION: &str = "platform.openshift.io/config";
 
 /// The name base of the child BundleDeployment that installs `package` for a
 /// PlatformOperator (before fitting to the BundleDeployment name limit): `package-<package>`.

@@ -40,6 +40,25 @@ use serde::{Deserialize, Serialize};
 pub struct PlatformOperatorSpec {
     /// The package to install.
     pub package: Package,
+
+    /// Settings for how the operator runs, passed to the BundleDeployment that installs the
+    /// package (not to its dependencies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<OperatorConfig>,
+}
+
+/// Settings for how an operator runs.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorConfig {
+    /// OLM v0's `Subscription.spec.config`, applied to every Deployment of the operator's
+    /// bundle by the registry provisioner: `env`, `envFrom`, `volumes`, `volumeMounts`,
+    /// `resources`, `nodeSelector`, `tolerations`, `affinity`, `annotations` (see
+    /// docs/registry-provisioner.md for the merge rules). An invalid one is reported on the
+    /// PlatformOperator's `Installed` condition and nothing is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "api_common::free_form_object_schema")]
+    pub deployment_config: Option<serde_json::Value>,
 }
 
 /// An operator package and, optionally, which of its versions.

@@ -412,6 +412,9 @@ async fn a_platform_operator_round_trips() {
                 version_range: Some("~1.14".into()),
                 upgrade_constraint_policy: platform_api::UpgradeConstraintPolicy::SelfCertified,
             },
+            config: Some(platform_api::OperatorConfig {
+                deployment_config: Some(serde_json::json!({"nodeSelector": {"role": "infra"}})),
+            }),
         },
     );
     let status = PlatformOperatorStatus {

@@ -228,6 +228,7 @@ mod tests {
                     name: package.into(),
                     ..Default::default()
                 },
+                config: None,
             },
         );
         operator.metadata.uid = Some(format!("uid-{name}"));

@@ -262,6 +262,7 @@ mod tests {
                     version_range: Some("<0.2.0".into()),
                     upgrade_constraint_policy: policy,
                 },
+                config: None,
             },
         )
     }

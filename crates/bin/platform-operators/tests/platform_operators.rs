@@ -1182,6 +1182,78 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
     assert!(deployment_uid.is_some(), "the operator Deployment runs");
     assert_eq!(version.as_deref(), Some("0.1.0"));
 
+    // spec.config reaches the operator's own Deployment (OLM's Subscription config), and
+    // leaves with it.
+    let env_of = |deployment: Option<Deployment>| -> Vec<(String, Option<String>)> {
+        deployment
+            .and_then(|d| d.spec)
+            .and_then(|s| s.template.spec)
+            .map(|s| s.containers[0].env.clone().unwrap_or_default())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.name, e.value))
+            .collect()
+    };
+    let operator_deployments = Api::<Deployment>::namespaced(client.clone(), MEMCACHED_NAMESPACE);
+    let log_level = ("LOG_LEVEL".to_owned(), Some("debug".to_owned()));
+    operators
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"config": {"deploymentConfig": {"env": [{"name": "LOG_LEVEL", "value": "debug"}]}}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the config's env to reach the operator's Deployment",
+        INSTALL_TIMEOUT,
+        || async {
+            let env = env_of(
+                operator_deployments
+                    .get_opt(MEMCACHED_DEPLOYMENT)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+            if env.contains(&log_level) {
+                Ok(())
+            } else {
+                Err(format!("env {env:?}{}", logs(fixture)))
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        running_operator(&client, &demo_child).await.0,
+        deployment_uid,
+        "updated in place"
+    );
+    operators
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"config": null}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the env to leave with the config",
+        INSTALL_TIMEOUT,
+        || async {
+            let env = env_of(
+                operator_deployments
+                    .get_opt(MEMCACHED_DEPLOYMENT)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+            if env.contains(&log_level) {
+                Err(format!("env {env:?}"))
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
+
     // (1) The catalog gains 0.2.0 replacing 0.1.0, and the dependency 1.1.0 replacing
     // 1.0.0: both move along their own graph.
     let v2 = |extra: Vec<GraphBundle<'static>>| {

@@ -407,7 +407,7 @@ async fn activate(
     };
     let mut children = Vec::new();
     for entity in &entities {
-        match class.bundle_deployments(entity) {
+        match class.children(resolution, entity) {
             Ok(deployments) => children.push((entity.selection.package.clone(), deployments)),
             Err(err) => {
                 return Ok(Outcome::blocked(

@@ -308,10 +308,16 @@ pub fn desired_resolution(
     );
     let meta = resolution.meta_mut();
     meta.labels = Some(operator.labels().clone()).filter(|l| !l.is_empty());
-    meta.annotations = Some(BTreeMap::from([(
+    let mut annotations = BTreeMap::from([(
         deppy_api::ACTIVATOR_CLASS_ANNOTATION.to_owned(),
         ACTIVATOR_CLASS.to_owned(),
-    )]));
+    )]);
+    if let Some(config) = &operator.spec.config
+        && let Ok(json) = serde_json::to_string(config)
+    {
+        annotations.insert(platform_api::CONFIG_ANNOTATION.to_owned(), json);
+    }
+    meta.annotations = Some(annotations);
     meta.owner_references = Some(vec![owner]);
     Some(resolution)
 }
@@ -321,7 +327,10 @@ fn up_to_date(existing: &ActiveResolution, desired: &ActiveResolution) -> bool {
     let annotations_set = desired
         .annotations()
         .iter()
-        .all(|(k, v)| existing.annotations().get(k) == Some(v));
+        .all(|(k, v)| existing.annotations().get(k) == Some(v))
+        // A config removed from the PlatformOperator is removed below it too.
+        && (desired.annotations().contains_key(platform_api::CONFIG_ANNOTATION)
+            || !existing.annotations().contains_key(platform_api::CONFIG_ANNOTATION));
     // Others may add owner references (e.g. a background garbage-collection hint); ours
     // must be there.
     let owned = desired
@@ -531,6 +540,7 @@ mod tests {
                     version_range: Some(">=0.1.0 <0.2.0".into()),
                     upgrade_constraint_policy: Default::default(),
                 },
+                config: None,
             },
         );
         operator.metadata.uid = Some("uid-1".into());
@@ -558,6 +568,35 @@ mod tests {
             serde_json::json!([{"required": {"name": "memcached-operator", "versionRange": ">=0.1.0 <0.2.0", "channel": "stable"}}])
         );
         assert!(ownership::is_owned_by(&resolution, &operator()));
+    }
+
+    #[test]
+    fn the_config_travels_as_an_annotation_and_its_removal_makes_the_resolution_stale() {
+        let mut configured = operator();
+        configured.spec.config = Some(platform_api::OperatorConfig {
+            deployment_config: Some(
+                serde_json::json!({"env": [{"name": "LOG_LEVEL", "value": "debug"}]}),
+            ),
+        });
+        let with = desired_resolution(&configured, &[]).unwrap();
+        assert_eq!(
+            with.annotations()
+                .get(platform_api::CONFIG_ANNOTATION)
+                .map(String::as_str),
+            Some(r#"{"deploymentConfig":{"env":[{"name":"LOG_LEVEL","value":"debug"}]}}"#)
+        );
+        let without = desired_resolution(&operator(), &[]).unwrap();
+        assert!(
+            !without
+                .annotations()
+                .contains_key(platform_api::CONFIG_ANNOTATION)
+        );
+        assert!(
+            !up_to_date(&with, &without),
+            "removing the config re-applies"
+        );
+        assert!(!up_to_date(&without, &with), "adding the config re-applies");
+        assert!(up_to_date(&with, &with));
     }
 
     #[test]

@@ -881,6 +881,7 @@ fn summaries_read_the_installed_condition() {
                 name: "p".into(),
                 ..Default::default()
             },
+            config: None,
         },
     );
     assert_eq!(Summary::of(&operator, vec![]).installed, None);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rukpak_api::BundleDeployment;
 
-use deppy_api::Selection;
+use deppy_api::{ActiveResolution, Selection};
 
 pub use platform_operator::PlatformOperatorClass;
 
@@ -49,6 +49,18 @@ pub trait ActivatorClass: Send + Sync + fmt::Debug {
     /// [`rukpak_api::BUNDLE_DEPLOYMENT_NAME_MAX`] characters. The core adds the
     /// resolution's labels to `metadata.labels` and `spec.template.metadata.labels`.
     fn bundle_deployments(&self, entity: &Entity) -> Result<Vec<BundleDeployment>, ClassError>;
+
+    /// The children of `entity` within `resolution`: [`Self::bundle_deployments`], which a
+    /// class may complete from the resolution (e.g. settings its author asked for). The
+    /// core calls this one.
+    fn children(
+        &self,
+        resolution: &ActiveResolution,
+        entity: &Entity,
+    ) -> Result<Vec<BundleDeployment>, ClassError> {
+        let _ = resolution;
+        self.bundle_deployments(entity)
+    }
 
     /// Annotations for the wrapper BundleDeployment of a resolution of this class.
     fn wrapper_annotations(&self) -> BTreeMap<String, String> {

@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 
+use deppy_api::ActiveResolution;
+use kube::ResourceExt;
 use kube::api::ObjectMeta;
 use rukpak_api::{
     BundleDeployment, BundleDeploymentSpec, BundleSource, BundleSpec, BundleTemplate,
@@ -29,6 +31,50 @@ pub struct PlatformOperatorClass;
 impl ActivatorClass for PlatformOperatorClass {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// The PlatformOperator's `spec.config` (the resolution's
+    /// [`platform_api::CONFIG_ANNOTATION`]) goes to the child of the package the resolution
+    /// requires first, the PlatformOperator's own, as `spec.config.deploymentConfig`;
+    /// dependencies run as their bundles say, as OLM v0 applies a Subscription's config to
+    /// its own operator only.
+    fn children(
+        &self,
+        resolution: &ActiveResolution,
+        entity: &Entity,
+    ) -> Result<Vec<BundleDeployment>, ClassError> {
+        let mut children = self.bundle_deployments(entity)?;
+        let own_package = resolution
+            .spec
+            .constraints
+            .iter()
+            .find_map(|c| c.required.as_ref())
+            .map(|required| required.name.as_str());
+        let Some(text) = resolution
+            .annotations()
+            .get(platform_api::CONFIG_ANNOTATION)
+        else {
+            return Ok(children);
+        };
+        if own_package != Some(entity.selection.package.as_str()) {
+            return Ok(children);
+        }
+        let config: platform_api::OperatorConfig =
+            serde_json::from_str(text).map_err(|err| ClassError {
+                selection: entity.selection.to_string(),
+                bundle: entity.bundle.name.clone(),
+                reason: format!(
+                    "the annotation {} does not hold a PlatformOperator spec.config: {err}",
+                    platform_api::CONFIG_ANNOTATION
+                ),
+            })?;
+        if let Some(deployment_config) = config.deployment_config {
+            for child in &mut children {
+                child.spec.config =
+                    Some(serde_json::json!({ "deploymentConfig": deployment_config }));
+            }
+        }
+        Ok(children)
     }
 
     fn bundle_deployments(&self, entity: &Entity) -> Result<Vec<BundleDeployment>, ClassError> {
@@ -108,6 +154,64 @@ impl ActivatorClass for PlatformOperatorClass {
 
 #[cfg(test)]
 mod tests {
+    use deppy_api::{ActiveResolutionSpec, Constraint, PackageRequirement};
+
+    fn resolution(config: Option<&str>) -> ActiveResolution {
+        let mut resolution = ActiveResolution::new(
+            "memcached",
+            ActiveResolutionSpec {
+                sources: vec![],
+                constraints: vec![Constraint {
+                    required: Some(PackageRequirement {
+                        name: "memcached-operator".into(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+            },
+        );
+        if let Some(config) = config {
+            resolution
+                .annotations_mut()
+                .insert(platform_api::CONFIG_ANNOTATION.into(), config.into());
+        }
+        resolution
+    }
+
+    #[test]
+    fn the_operators_config_reaches_its_own_child_only() {
+        let config = r#"{"deploymentConfig":{"env":[{"name":"LOG_LEVEL","value":"debug"}]}}"#;
+        let own = entity("memcached-operator", "0.2.0", "r/m:v0.2.0", None);
+        let child = PlatformOperatorClass
+            .children(&resolution(Some(config)), &own)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            child.spec.config,
+            Some(
+                serde_json::json!({"deploymentConfig": {"env": [{"name": "LOG_LEVEL", "value": "debug"}]}})
+            )
+        );
+        let dependency = entity("metrics-agent", "1.1.0", "r/a:v1.1.0", None);
+        let child = PlatformOperatorClass
+            .children(&resolution(Some(config)), &dependency)
+            .unwrap()
+            .remove(0);
+        assert_eq!(child.spec.config, None);
+        let child = PlatformOperatorClass
+            .children(&resolution(None), &own)
+            .unwrap()
+            .remove(0);
+        assert_eq!(child.spec.config, None);
+        let err = PlatformOperatorClass
+            .children(&resolution(Some("not json")), &own)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains(platform_api::CONFIG_ANNOTATION),
+            "{err}"
+        );
+    }
+
     use super::*;
     use crate::fixtures::entity;
 
