@@ -1204,24 +1204,30 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
         )
         .await
         .unwrap();
-    wait_for(
-        "the config's env to reach the operator's Deployment",
-        INSTALL_TIMEOUT,
-        || async {
-            let env = env_of(
-                operator_deployments
-                    .get_opt(MEMCACHED_DEPLOYMENT)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
-            if env.contains(&log_level) {
-                Ok(())
-            } else {
-                Err(format!("env {env:?}{}", logs(fixture)))
-            }
-        },
-    )
-    .await;
+    let wait_env = |present: bool| {
+        let (operator_deployments, log_level) = (&operator_deployments, &log_level);
+        async move {
+            wait_for(
+                &format!("LOG_LEVEL on the operator's Deployment to be {present}"),
+                INSTALL_TIMEOUT,
+                || async move {
+                    let env = env_of(
+                        operator_deployments
+                            .get_opt(MEMCACHED_DEPLOYMENT)
+                            .await
+                            .map_err(|e| e.to_string())?,
+                    );
+                    if env.contains(log_level) == present {
+                        Ok(())
+                    } else {
+                        Err(format!("env {env:?}{}", logs(fixture)))
+                    }
+                },
+            )
+            .await;
+        }
+    };
+    wait_env(true).await;
     assert_eq!(
         running_operator(&client, &demo_child).await.0,
         deployment_uid,
@@ -1235,24 +1241,7 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
         )
         .await
         .unwrap();
-    wait_for(
-        "the env to leave with the config",
-        INSTALL_TIMEOUT,
-        || async {
-            let env = env_of(
-                operator_deployments
-                    .get_opt(MEMCACHED_DEPLOYMENT)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
-            if env.contains(&log_level) {
-                Err(format!("env {env:?}"))
-            } else {
-                Ok(())
-            }
-        },
-    )
-    .await;
+    wait_env(false).await;
 
     // (1) The catalog gains 0.2.0 replacing 0.1.0, and the dependency 1.1.0 replacing
     // 1.0.0: both move along their own graph.

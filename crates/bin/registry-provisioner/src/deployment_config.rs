@@ -34,6 +34,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::objects::json_type;
+
 /// The key of a BundleDeployment's `spec.config` holding the deployment config.
 pub const DEPLOYMENT_CONFIG: &str = "deploymentConfig";
 
@@ -225,18 +227,6 @@ impl DeploymentConfig {
             add_annotations(Some(template), "spec.template.metadata", annotations)?;
         }
         Ok(())
-    }
-}
-
-/// The JSON type of `value`, for messages.
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
     }
 }
 

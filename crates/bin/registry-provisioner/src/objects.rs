@@ -480,7 +480,7 @@ fn go_string(out: &mut String, text: &str) {
 }
 
 /// The JSON type of `value`, for messages.
-fn json_type(value: &Value) -> &'static str {
+pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
