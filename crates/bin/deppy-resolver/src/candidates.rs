@@ -239,6 +239,19 @@ pub(crate) struct Upgrades<'a> {
     pub(crate) current: Vec<Offer<'a>>,
 }
 
+/// Why `sources` cannot offer `package`: one note per catalog whose upgrade graph for it is
+/// broken (see [`fbc::CatalogIndex::package_problems`]).
+pub(crate) fn invalid_graphs(sources: &[NamedCatalog<'_>], package: &str) -> Vec<String> {
+    sources
+        .iter()
+        .filter_map(|source| {
+            let problems = source.index.package_problems(package);
+            (!problems.is_empty())
+                .then(|| crate::messages::invalid_graph(source.name, package, problems))
+        })
+        .collect()
+}
+
 /// The upgrades of `package` installed at `version`, in every channel of every source.
 ///
 /// The installed bundle is identified by version. Its name, which `replaces` and `skips`

@@ -57,14 +57,7 @@ fn installed(
 ) -> String {
     let upgrades = candidates::upgrades(sources, package, version);
     if upgrades.current.is_empty() && upgrades.successors.is_empty() {
-        let broken: Vec<String> = sources
-            .iter()
-            .filter_map(|source| {
-                let problems = source.index.package_problems(package);
-                (!problems.is_empty())
-                    .then(|| messages::invalid_graph(source.name, package, problems))
-            })
-            .collect();
+        let broken = candidates::invalid_graphs(sources, package);
         return messages::installed_unavailable(package, version, &broken);
     }
     let stay = !upgrades.current.is_empty();

@@ -184,7 +184,10 @@ impl<'a> Builder<'_, 'a> {
                         package_exists,
                         channel_exists,
                     );
-                    messages::with_notes(message, &self.invalid_graphs(package))
+                    messages::with_notes(
+                        message,
+                        &candidates::invalid_graphs(self.sources, package),
+                    )
                 };
                 let none_found = found.is_empty().then(message);
                 (found, none_found)
@@ -209,7 +212,10 @@ impl<'a> Builder<'_, 'a> {
                 }
                 let none_found = found.is_empty().then(|| {
                     let message = messages::no_installed_match(subject, package, version);
-                    messages::with_notes(message, &self.invalid_graphs(package))
+                    messages::with_notes(
+                        message,
+                        &candidates::invalid_graphs(self.sources, package),
+                    )
                 });
                 (found, none_found)
             }
@@ -277,24 +283,11 @@ impl<'a> Builder<'_, 'a> {
         Ok(ids)
     }
 
-    /// Why catalogs cannot offer `package`: one note per catalog whose upgrade graph for it
-    /// is broken.
-    fn invalid_graphs(&self, package: &str) -> Vec<String> {
-        self.sources
-            .iter()
-            .filter_map(|source| {
-                let problems = source.index.package_problems(package);
-                (!problems.is_empty())
-                    .then(|| messages::invalid_graph(source.name, package, problems))
-            })
-            .collect()
-    }
-
     /// Why a requirement with no candidate may have had some: catalogs whose upgrade graph
     /// for the package (or a provider's package) is broken.
     fn requirement_notes(&self, requirement: Requirement<'a>) -> Vec<String> {
         match requirement {
-            Requirement::Package { name, .. } => self.invalid_graphs(name),
+            Requirement::Package { name, .. } => candidates::invalid_graphs(self.sources, name),
             Requirement::Gvk(gvk) => {
                 let mut packages: Vec<&str> = self
                     .sources
@@ -306,7 +299,7 @@ impl<'a> Builder<'_, 'a> {
                 packages.dedup();
                 packages
                     .into_iter()
-                    .flat_map(|package| self.invalid_graphs(package))
+                    .flat_map(|package| candidates::invalid_graphs(self.sources, package))
                     .collect()
             }
             Requirement::Constraint(_) => Vec::new(),
