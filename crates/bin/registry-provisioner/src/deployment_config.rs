@@ -34,7 +34,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::objects::json_type;
+use apply_engine::manifest::json_type;
 
 /// The key of a BundleDeployment's `spec.config` holding the deployment config.
 pub const DEPLOYMENT_CONFIG: &str = "deploymentConfig";

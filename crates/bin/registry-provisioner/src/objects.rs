@@ -442,7 +442,7 @@ fn go_policy_rule(out: &mut String, field: &str, rule: &Value) -> Result<(), Str
                 _ => {
                     return Err(format!(
                         "{field}.{key}[{index}] must be a string, not {}",
-                        json_type(item)
+                        apply_engine::manifest::json_type(item)
                     ));
                 }
             }
@@ -477,18 +477,6 @@ fn go_string(out: &mut String, text: &str) {
         }
     }
     out.push('"');
-}
-
-/// The JSON type of `value`, for messages.
-pub(crate) fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
 }
 
 /// The big-endian unsigned number `bytes` in base 36 (digits then lowercase letters).

@@ -202,8 +202,8 @@ pub fn apply_merge_keys(value: &mut Value) -> Result<(), MergeError> {
     Ok(())
 }
 
-/// The kind of JSON value `value` is, for messages.
-fn json_type(value: &Value) -> &'static str {
+/// The kind of JSON value `value` is, for messages ("a list", "a mapping", ...).
+pub fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "nothing (null)",
         Value::Bool(_) => "a boolean",
