@@ -32,7 +32,9 @@ pub struct ProvisionerClassSpec {
     #[schemars(length(min = 1, max = 63), regex(pattern = DNS_LABEL_PATTERN))]
     pub provisioner: String,
 
-    /// Provisioner-specific parameters, kept as written.
+    /// Provisioner-specific parameters, kept as written. The registry provisioner reads
+    /// `certificateProvider` (`builtin`, `cert-manager` or `service-ca`): who makes the
+    /// serving certificates of webhooks and API services of this class's bundles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "api_common::free_form_object_schema")]
     pub parameters: Option<serde_json::Value>,

@@ -335,21 +335,7 @@ async fn a_crd_with_custom_resources_survives_deletion_of_its_bundle_deployment(
         .unwrap();
 
     let deployments: Api<BundleDeployment> = Api::all(client.clone());
-    deployments
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_for("the BundleDeployment to be deleted", TIMEOUT, || async {
-        match deployments
-            .get_opt(&name)
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            None => Ok(()),
-            Some(_) => Err("still there".to_owned()),
-        }
-    })
-    .await;
+    testkit::delete_and_wait(&deployments, &name, TIMEOUT).await;
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client.clone());
     let crd = crds
         .get(&format!("widgets.{group}"))

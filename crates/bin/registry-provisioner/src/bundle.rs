@@ -70,12 +70,32 @@ pub struct CsvSpec {
     pub install_modes: Vec<InstallMode>,
     /// The install strategy.
     pub install: Install,
-    /// Admission webhooks (rejected when present).
+    /// Admission and conversion webhooks, kept verbatim: [`crate::webhooks`] reads each
+    /// entry itself, so a bad one is refused naming its field.
     #[serde(default, deserialize_with = "null_as_default")]
     pub webhookdefinitions: Vec<Value>,
-    /// API services (owned ones are rejected).
+    /// API services; the owned ones are served by the operator (see [`crate::webhooks`]).
     #[serde(default, deserialize_with = "null_as_default")]
     pub apiservicedefinitions: ApiServiceDefinitions,
+    /// The CRDs the operator owns and requires.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub customresourcedefinitions: CrdDefinitions,
+}
+
+/// `spec.customresourcedefinitions`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CrdDefinitions {
+    /// CRDs the operator owns (a conversion webhook may only serve these).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub owned: Vec<OwnedCrd>,
+}
+
+/// One entry of `spec.customresourcedefinitions.owned`; other fields are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OwnedCrd {
+    /// The CRD's name (`<plural>.<group>`).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub name: String,
 }
 
 /// One entry of `spec.installModes`.
@@ -92,7 +112,7 @@ pub struct InstallMode {
 /// `spec.apiservicedefinitions`.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ApiServiceDefinitions {
-    /// API services the operator serves.
+    /// API services the operator serves, kept verbatim (read by [`crate::webhooks`]).
     #[serde(default, deserialize_with = "null_as_default")]
     pub owned: Vec<Value>,
 }
@@ -172,7 +192,7 @@ struct AnnotationsFile {
 
 /// Reads `null` as `T`'s default (an empty list, string or map, `false`), as Go's
 /// `encoding/json` leaves a field at its zero value when it reads `null`.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -16,6 +16,7 @@ pub mod install_modes;
 pub mod objects;
 pub mod render;
 pub mod structural;
+pub mod webhooks;
 
 use apply_engine::controller::{BundleFormat, Plan};
 use kube::api::DynamicObject;
@@ -23,6 +24,7 @@ use rukpak_api::BundleDeployment;
 
 pub use deployment_config::DeploymentConfig;
 pub use error::ConvertError;
+pub use webhooks::CertProvider;
 
 /// The provisioner id of registry+v1 bundles.
 pub const PROVISIONER_ID: &str = rukpak_api::REGISTRY_PROVISIONER_CLASS;
@@ -46,6 +48,11 @@ pub struct Options {
     /// OLM v0's `Subscription.spec.config`, applied to every Deployment of the bundle (see
     /// [`deployment_config`]).
     pub deployment_config: Option<DeploymentConfig>,
+    /// Who makes the serving certificates of webhooks and API services.
+    pub cert_provider: CertProvider,
+    /// Namespaces besides `kube-system` whose system objects no webhook may intercept (the
+    /// installer's own).
+    pub protected_namespaces: Vec<String>,
 }
 
 impl Options {
@@ -88,6 +95,7 @@ impl Options {
             install_namespace,
             target_namespaces,
             deployment_config,
+            ..Self::default()
         })
     }
 }
@@ -124,6 +132,8 @@ pub fn conversion<'a>(
         &namespace,
         &targets,
         options.deployment_config.as_ref(),
+        options.cert_provider,
+        &options.protected_namespaces,
     )?;
     Ok(Conversion {
         install_namespace: namespace,
@@ -141,9 +151,39 @@ pub fn convert<'a>(
     conversion(files, options).map(|conversion| conversion.objects)
 }
 
+/// The key of a ProvisionerClass's `spec.parameters` choosing the certificate provider of
+/// the BundleDeployments of that class (see [`CertProvider`]).
+pub const CERT_PROVIDER_PARAMETER: &str = "certificateProvider";
+
 /// The registry+v1 format: the bundle is converted into plain objects.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RegistryFormat;
+#[derive(Debug, Clone, Default)]
+pub struct RegistryFormat {
+    /// The certificate provider when the class names none.
+    pub cert_provider: CertProvider,
+    /// Namespaces besides `kube-system` no webhook may intercept system objects in.
+    pub protected_namespaces: Vec<String>,
+}
+
+impl RegistryFormat {
+    /// The certificate provider for a class: its `spec.parameters.certificateProvider`, else
+    /// the provisioner's default.
+    pub fn cert_provider_for(
+        &self,
+        class_parameters: Option<&serde_json::Value>,
+    ) -> Result<CertProvider, String> {
+        match class_parameters.and_then(|p| p.get(CERT_PROVIDER_PARAMETER)) {
+            None | Some(serde_json::Value::Null) => Ok(self.cert_provider),
+            Some(serde_json::Value::String(name)) => name.parse().map_err(|err| {
+                format!("the ProvisionerClass's spec.parameters.{CERT_PROVIDER_PARAMETER}: {err}")
+            }),
+            Some(other) => Err(format!(
+                "the ProvisionerClass's spec.parameters.{CERT_PROVIDER_PARAMETER} must be a \
+                 string (one of {}), found {other}",
+                CertProvider::NAMES.join(", ")
+            )),
+        }
+    }
+}
 
 impl BundleFormat for RegistryFormat {
     fn provisioner_id(&self) -> &'static str {
@@ -155,7 +195,7 @@ impl BundleFormat for RegistryFormat {
         files: &content::FileMap,
         deployment: &BundleDeployment,
     ) -> Result<Vec<DynamicObject>, String> {
-        self.plan(files, deployment).map(|plan| plan.objects)
+        self.plan(files, deployment, None).map(|plan| plan.objects)
     }
 
     /// The objects, and the install namespace the bundle resolved to (from the
@@ -165,8 +205,13 @@ impl BundleFormat for RegistryFormat {
         &self,
         files: &content::FileMap,
         deployment: &BundleDeployment,
+        class_parameters: Option<&serde_json::Value>,
     ) -> Result<Plan, String> {
-        let options = Options::from_deployment(deployment).map_err(|err| err.to_string())?;
+        let options = Options {
+            cert_provider: self.cert_provider_for(class_parameters)?,
+            protected_namespaces: self.protected_namespaces.clone(),
+            ..Options::from_deployment(deployment).map_err(|err| err.to_string())?
+        };
         let conversion = conversion(
             files.iter().map(|(path, bytes)| (path, bytes.as_ref())),
             &options,
@@ -280,6 +325,29 @@ mod tests {
 
     #[test]
     fn the_format_serves_the_registry_provisioner_class() {
-        assert_eq!(RegistryFormat.provisioner_id(), "core-rukpak-io-registry");
+        assert_eq!(
+            RegistryFormat::default().provisioner_id(),
+            "core-rukpak-io-registry"
+        );
+    }
+
+    #[test]
+    fn the_class_chooses_the_certificate_provider() {
+        let format = RegistryFormat::default();
+        assert_eq!(
+            format.cert_provider_for(None).unwrap(),
+            CertProvider::BuiltIn
+        );
+        let chosen = json!({"certificateProvider": "service-ca"});
+        assert_eq!(
+            format.cert_provider_for(Some(&chosen)).unwrap(),
+            CertProvider::ServiceCa
+        );
+        let wrong = json!({"certificateProvider": 3});
+        assert_eq!(
+            format.cert_provider_for(Some(&wrong)).unwrap_err(),
+            "the ProvisionerClass's spec.parameters.certificateProvider must be a string \
+             (one of builtin, cert-manager, service-ca), found 3"
+        );
     }
 }

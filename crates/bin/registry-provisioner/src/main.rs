@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use apply_engine::run::RunArgs;
 use clap::{Args, Parser, Subcommand};
-use registry_provisioner::{DeploymentConfig, Options, RegistryFormat, render};
+use registry_provisioner::{CertProvider, DeploymentConfig, Options, RegistryFormat, render};
 
 /// Installs OLM registry+v1 operator bundles, or renders them offline.
 #[derive(Debug, Parser)]
@@ -24,13 +24,27 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the provisioner for the `core-rukpak-io-registry` class against a cluster.
-    Run(Box<RunArgs>),
+    Run(Box<RegistryRunArgs>),
     /// Convert a bundle directory (manifests/, metadata/annotations.yaml) into the objects
     /// that would be installed, printed as a YAML stream on stdout; no cluster needed.
     ///
     /// Exits 0 on success; prints the error (naming the bundle file) on stderr and exits 1
     /// when the bundle cannot be converted.
     Render(RenderArgs),
+}
+
+/// Options of `registry-provisioner run`.
+#[derive(Debug, Args)]
+struct RegistryRunArgs {
+    #[command(flatten)]
+    run: RunArgs,
+
+    /// Who makes the serving certificates of webhooks and API services when the
+    /// ProvisionerClass's `spec.parameters.certificateProvider` names none: `builtin` (a CA
+    /// per BundleDeployment, nothing else needed), `cert-manager` or `service-ca`
+    /// (OpenShift).
+    #[arg(long, env = "CERT_PROVIDER", default_value = "builtin")]
+    cert_provider: CertProvider,
 }
 
 /// Options of `registry-provisioner render`.
@@ -55,11 +69,28 @@ struct RenderArgs {
     /// as YAML or JSON, applied to every Deployment of the bundle.
     #[arg(long, value_name = "FILE")]
     deployment_config: Option<PathBuf>,
+
+    /// Who makes the serving certificates of webhooks and API services: `builtin` (the
+    /// Secrets and `caBundle`s are filled by the provisioner when it applies), `cert-manager`
+    /// or `service-ca`.
+    #[arg(long, default_value = "builtin")]
+    cert_provider: CertProvider,
+
+    /// The installer's namespace, where no webhook may intercept system objects (as
+    /// `run --system-namespace`).
+    #[arg(long, default_value = "rukpak-system")]
+    system_namespace: String,
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Run(args) => args.run("registry-provisioner", RegistryFormat),
+        Command::Run(args) => {
+            let format = RegistryFormat {
+                cert_provider: args.cert_provider,
+                protected_namespaces: vec![args.run.system_namespace.clone()],
+            };
+            args.run.run("registry-provisioner", format)
+        }
         Command::Render(args) => args.run(),
     }
 }
@@ -107,6 +138,8 @@ impl RenderArgs {
             install_namespace: self.install_namespace.clone(),
             target_namespaces: self.target_namespaces.clone(),
             deployment_config,
+            cert_provider: self.cert_provider,
+            protected_namespaces: vec![self.system_namespace.clone()],
         };
         let objects = registry_provisioner::convert(
             files

@@ -2,7 +2,8 @@
 //!
 //! Output order (stable for the same bundle and options): ServiceAccounts, Roles,
 //! RoleBindings, ClusterRoles, ClusterRoleBindings, CustomResourceDefinitions, the other
-//! manifests (file then document order), Deployments. CRDs are kept verbatim, except that
+//! manifests (file then document order), webhook Services and certificate objects,
+//! Deployments, then webhook configurations and APIServices (see [`crate::webhooks`]). CRDs are kept verbatim, except that
 //! `apiextensions.k8s.io/v1beta1` ones are converted to v1 (see [`crate::crd`]).
 //!
 //! Names: generated Roles, RoleBindings, ClusterRoles and ClusterRoleBindings are named as
@@ -28,6 +29,7 @@ use sha2::{Digest, Sha224};
 use crate::bundle::{Bundle, Permission};
 use crate::deployment_config::DeploymentConfig;
 use crate::error::ConvertError;
+use crate::webhooks::{self, CertProvider};
 
 /// The annotation on the operator's pod template listing its target namespaces
 /// (comma-separated; empty for all namespaces).
@@ -82,6 +84,8 @@ pub fn generate(
     install_namespace: &str,
     targets: &[String],
     config: Option<&DeploymentConfig>,
+    cert_provider: CertProvider,
+    protected_namespaces: &[String],
 ) -> Result<Vec<DynamicObject>, ConvertError> {
     let csv = &bundle.csv;
     let csv_name = csv.metadata.name.as_str();
@@ -101,13 +105,22 @@ pub fn generate(
             csv.spec.install.strategy
         )));
     }
-    if !csv.spec.webhookdefinitions.is_empty() {
-        return Err(unsupported("webhookDefinitions are not supported"));
-    }
-    if !csv.spec.apiservicedefinitions.owned.is_empty() {
-        return Err(unsupported("owned apiServiceDefinitions are not supported"));
-    }
     let strategy = &csv.spec.install.spec;
+    if let Some(name) = duplicate(strategy.deployments.iter().map(|d| d.name.as_str())) {
+        return Err(invalid_csv(format!(
+            "spec.install.spec.deployments has two Deployments named {name:?}"
+        )));
+    }
+    let webhooks = webhooks::render(
+        bundle,
+        &webhooks::Context {
+            install_namespace,
+            targets,
+            provider: cert_provider,
+            protected_namespaces,
+        },
+    )
+    .map_err(invalid_csv)?;
     let all_namespaces = targets.iter().all(String::is_empty);
 
     // Each permission with the CSV field it comes from, for messages.
@@ -229,7 +242,23 @@ pub fn generate(
             .map(|types| types.kind.as_str())
             .unwrap_or_default();
         if kind == CRD_KIND {
-            crds.push(crate::crd::to_v1(file, object)?);
+            let mut crd = crate::crd::to_v1(file, object)?;
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            if let Some((conversion, annotations)) = webhooks.conversions.get(&name) {
+                if crd.data.pointer("/spec/preserveUnknownFields") == Some(&Value::Bool(true)) {
+                    return Err(invalid_csv(format!(
+                        "spec.webhookdefinitions converts CRD {name:?} (in {file}), which sets \
+                         spec.preserveUnknownFields: true; the API server only calls a \
+                         conversion webhook for CRDs that do not"
+                    )));
+                }
+                crd.data["spec"]["conversion"] = conversion.clone();
+                crd.metadata
+                    .annotations
+                    .get_or_insert_with(BTreeMap::new)
+                    .extend(annotations.clone());
+            }
+            crds.push(crd);
         } else if NAMESPACED_KINDS.contains(&kind) {
             let mut object = object.clone();
             object.metadata.namespace = Some(install_namespace.to_owned());
@@ -246,6 +275,13 @@ pub fn generate(
     }
     generated.extend(crds);
     generated.extend(others);
+    let (services_and_certificates, admission): (Vec<Value>, Vec<Value>) = webhooks
+        .objects
+        .into_iter()
+        .partition(|o| !matches!(o["kind"].as_str(), Some(k) if k.ends_with("WebhookConfiguration") || k == "APIService"));
+    for object in services_and_certificates {
+        generated.push(to_object(object)?);
+    }
 
     let target_list = targets.join(",");
     for deployment in &strategy.deployments {
@@ -300,6 +336,14 @@ pub fn generate(
             "metadata": metadata,
             "spec": spec,
         });
+        if let Some(secret) = webhooks.cert_secrets.get(&deployment.name) {
+            webhooks::mount_certificates(&mut object, secret).map_err(|message| {
+                invalid_csv(format!(
+                    "spec.install.spec.deployments[{}]: {message}",
+                    deployment.name
+                ))
+            })?;
+        }
         if let Some(config) = config {
             config
                 .apply(&mut object)
@@ -312,7 +356,16 @@ pub fn generate(
         }
         generated.push(to_object(object)?);
     }
+    for object in admission {
+        generated.push(to_object(object)?);
+    }
     Ok(generated)
+}
+
+/// The first name that appears twice.
+fn duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = BTreeSet::new();
+    names.into_iter().find(|name| !seen.insert(*name))
 }
 
 /// The member `key` of the object `value` (created empty when missing), or `None` when

@@ -931,7 +931,7 @@ fn a_bundle_without_a_package_annotation_is_rejected() {
 }
 
 #[test]
-fn a_csv_with_webhooks_is_rejected() {
+fn an_incomplete_webhook_definition_is_refused_naming_its_field() {
     let err = Files::memcached()
         .edit(
             CSV_FILE,
@@ -940,12 +940,14 @@ fn a_csv_with_webhooks_is_rejected() {
         )
         .convert(&Options::default())
         .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("webhookDefinitions are not supported"),
-        "{err}"
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to read ClusterServiceVersion \"{CSV_NAME}\" in {CSV_FILE}: \
+             spec.webhookdefinitions[0].deploymentName \"\" names no Deployment of \
+             spec.install.spec.deployments (it has: memcached-operator-controller-manager)"
+        )
     );
-    assert!(err.to_string().contains(CSV_FILE), "{err}");
 }
 
 #[test]
@@ -1172,19 +1174,31 @@ fn a_multi_megabyte_crd_is_converted() {
 }
 
 #[test]
-fn a_csv_owning_api_services_is_rejected() {
-    let err = Files::memcached()
+fn an_owned_api_service_becomes_an_apiservice_and_its_service() {
+    let objects = Files::memcached()
         .edit(
             CSV_FILE,
             "  apiservicedefinitions: {}\n",
             "  apiservicedefinitions:\n    owned:\n    - group: metrics.example.com\n      version: v1\n      kind: PodMetrics\n      name: podmetrics\n      deploymentName: memcached-operator-controller-manager\n",
         )
         .convert(&Options::default())
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .ends_with("owned apiServiceDefinitions are not supported"),
-        "{err}"
+        .unwrap();
+    let api_service = objects
+        .iter()
+        .find(|o| o.types.as_ref().unwrap().kind == "APIService")
+        .unwrap();
+    assert_eq!(
+        api_service.metadata.name.as_deref(),
+        Some("v1.metrics.example.com")
+    );
+    assert_eq!(
+        api_service.data["spec"]["service"]["name"],
+        "memcached-operator-controller-manager-service"
+    );
+    // It comes last: the engine registers it once its server is ready.
+    assert_eq!(
+        objects.last().unwrap().metadata.name,
+        api_service.metadata.name
     );
 }
 

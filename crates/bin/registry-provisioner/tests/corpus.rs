@@ -8,7 +8,7 @@
 //! quirks v1 refuses, most of them repairable, a few not), extra manifests of the kinds OLM
 //! supports and a few it does not, YAML anchors and merge keys, `null`s, CRLF line ends, byte
 //! order marks, comments, empty and comment-only documents, JSON files, webhookdefinitions
-//! (refused today), owned and required apiservicedefinitions, and odd names (long, dotted).
+//! (validating, mutating and conversion), owned and required apiservicedefinitions, and odd names (long, dotted).
 //!
 //! Every bundle is rendered in process (`conversion`, then `render::to_yaml`, what
 //! `registry-provisioner render` does) in every install mode it supports, or once with the
@@ -78,8 +78,9 @@ const MODES: [&str; 4] = [
     "AllNamespaces",
 ];
 
-const WEBHOOKS: &str = "UnsupportedCsv: webhookDefinitions are not supported";
-const OWNED_API_SERVICES: &str = "UnsupportedCsv: owned apiServiceDefinitions are not supported";
+const CONVERSION_MODES: &str = "InvalidCsv: spec.webhookdefinitions[0] is a conversion webhook";
+const CONVERSION_WITHOUT_CRDS: &str =
+    "InvalidCsv: spec.webhookdefinitions[0].conversionCRDs is empty";
 const INSTALL_MODE: &str = "InstallMode:";
 
 /// A generated bundle.
@@ -841,14 +842,33 @@ fn generate(seed: u64, index: usize) -> Generated {
     // Webhooks and API services.
     let webhooks = rng.chance(190);
     let webhooks_text = if webhooks {
-        planted.push(WEBHOOKS.to_owned());
         let kind = rng.pick(&[
             "ValidatingAdmissionWebhook",
             "MutatingAdmissionWebhook",
             "ConversionWebhook",
         ]);
+        // A conversion webhook converts the first owned CRD; OLM allows it only in bundles
+        // that install for all namespaces and nothing else.
+        let conversion_crds = if *kind == "ConversionWebhook" {
+            if supported != ["AllNamespaces"] {
+                planted.push(CONVERSION_MODES.to_owned());
+            }
+            match crds.first() {
+                Some(crd) => format!(
+                    "    conversionCRDs: [{}.{}]\n",
+                    plural(&crd.kind),
+                    crd.group
+                ),
+                None => {
+                    planted.push(CONVERSION_WITHOUT_CRDS.to_owned());
+                    String::new()
+                }
+            }
+        } else {
+            String::new()
+        };
         format!(
-            "  webhookdefinitions:\n  - type: {kind}\n    admissionReviewVersions: [v1]\n    containerPort: 9443\n    targetPort: 9443\n    deploymentName: {package}-controller-manager\n    failurePolicy: Fail\n    generateName: v{}.kb.io\n    sideEffects: None\n    webhookPath: /validate\n    rules:\n    - apiGroups: [example.com]\n      apiVersions: [v1]\n      operations: [CREATE, UPDATE]\n      resources: [clusters]\n",
+            "  webhookdefinitions:\n  - type: {kind}\n    admissionReviewVersions: [v1]\n    containerPort: 9443\n    targetPort: 9443\n    deploymentName: {package}-controller-manager\n    failurePolicy: Fail\n    generateName: v{}.kb.io\n    sideEffects: None\n    webhookPath: /validate\n{conversion_crds}    rules:\n    - apiGroups: [example.com]\n      apiVersions: [v1]\n      operations: [CREATE, UPDATE]\n      resources: [clusters]\n",
             lower(&package).replace('.', "-")
         )
     } else if rng.chance(100) {
@@ -858,7 +878,6 @@ fn generate(seed: u64, index: usize) -> Generated {
     };
     let owned_api_services = rng.chance(20);
     let api_services = if owned_api_services {
-        planted.push(OWNED_API_SERVICES.to_owned());
         format!(
             "  apiservicedefinitions:\n    owned:\n    - group: metrics.{package}.example.com\n      version: v1beta1\n      kind: PodMetrics\n      name: podmetrics\n      deploymentName: {package}-controller-manager\n      containerPort: 6443\n"
         )

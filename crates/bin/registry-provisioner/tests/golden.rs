@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 /// `every_golden_directory_is_a_case`.
 const CASES: &[&str] = &[
     "all-namespaces",
+    "apiservice",
     "deployment-config",
     "extra-objects",
     "huge-crd",
@@ -32,6 +33,9 @@ const CASES: &[&str] = &[
     "unsupported-kind",
     "v1beta1-crd",
     "webhook-csv",
+    "webhooks-builtin",
+    "webhooks-cert-manager",
+    "webhooks-service-ca",
     "yaml-merge-keys-and-nulls",
 ];
 
@@ -62,6 +66,22 @@ fn options(case: &str) -> Options {
         deployment_config: std::fs::read_to_string(golden(case).join("deployment-config.yaml"))
             .ok()
             .and_then(|text| DeploymentConfig::from_yaml(&text).unwrap()),
+        cert_provider: value["certProvider"]
+            .as_str()
+            .map(|name| name.parse().unwrap())
+            .unwrap_or_default(),
+        protected_namespaces: vec!["rukpak-system".to_owned()],
+    }
+}
+
+/// The bundle of a case: its own `bundle/`, or that of the case `bundleFrom` in
+/// `options.yaml` names (cases that render one bundle with other options).
+fn bundle_dir(case: &str) -> PathBuf {
+    let text = std::fs::read_to_string(golden(case).join("options.yaml")).unwrap_or_default();
+    let value: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
+    match value["bundleFrom"].as_str() {
+        Some(other) => golden(other).join("bundle"),
+        None => golden(case).join("bundle"),
     }
 }
 
@@ -76,7 +96,7 @@ fn render_files(files: &[(String, Vec<u8>)], options: &Options) -> Result<String
 }
 
 fn render_case(case: &str) -> Result<String, String> {
-    let files = render::read_dir(&golden(case).join("bundle")).unwrap();
+    let files = render::read_dir(&bundle_dir(case)).unwrap();
     render_files(&files, &options(case))
 }
 
@@ -483,15 +503,317 @@ fn unsupported_kind_is_rejected() {
 }
 
 #[test]
-fn webhook_csv_is_rejected() {
-    let message = fails(
-        "webhook-csv",
-        "manifests/memcached-operator.clusterserviceversion.yaml",
+fn a_validating_webhook_is_served_for_its_target_namespaces() {
+    let yaml = converts("webhook-csv");
+    let docs = documents(&yaml);
+    let service = find(
+        &docs,
+        "Service",
+        "memcached-operator-controller-manager-service",
+    );
+    let deployment = find(&docs, "Deployment", "memcached-operator-controller-manager");
+    assert_eq!(
+        service["spec"]["ports"],
+        serde_json::json!([{"name": "443", "port": 443, "targetPort": 9443}])
+    );
+    assert_eq!(
+        service["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    let webhook = &find(&docs, "ValidatingWebhookConfiguration", "vmemcached.kb.io")["webhooks"][0];
+    assert_eq!(
+        webhook["namespaceSelector"]["matchExpressions"][0]["values"],
+        serde_json::json!(["team-a"])
+    );
+    assert_eq!(
+        webhook["clientConfig"]["service"],
+        serde_json::json!({"name": "memcached-operator-controller-manager-service",
+            "namespace": "memcached", "path": "/validate-cache-example-com-v1alpha1-memcached", "port": 443})
+    );
+    // The serving certificate is mounted where controller-runtime and OLM look for it.
+    let mounts = &deployment["spec"]["template"]["spec"]["containers"][0]["volumeMounts"];
+    for path in [
+        "/tmp/k8s-webhook-server/serving-certs",
+        "/apiserver.local.config/certificates",
+    ] {
+        assert!(
+            mounts
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["mountPath"] == path),
+            "{mounts}"
+        );
+    }
+    // Webhook configurations come last, after the Deployment that serves them.
+    let kinds = kinds(&yaml);
+    assert_eq!(kinds.last().unwrap(), "ValidatingWebhookConfiguration");
+}
+
+#[test]
+fn every_install_mode_scopes_admission_webhooks_to_its_targets() {
+    let files = render::read_dir(&golden("webhook-csv").join("bundle")).unwrap();
+    for (targets, expected) in [
+        (vec![], None),
+        (vec!["".to_owned()], None),
+        (vec!["ops".to_owned()], Some(serde_json::json!(["ops"]))),
+        (
+            vec!["team-b".to_owned()],
+            Some(serde_json::json!(["team-b"])),
+        ),
+    ] {
+        let options = Options {
+            install_namespace: Some("ops".to_owned()),
+            target_namespaces: targets.clone(),
+            ..options("webhook-csv")
+        };
+        let docs = documents(&render_files(&files, &options).unwrap());
+        let webhook =
+            &find(&docs, "ValidatingWebhookConfiguration", "vmemcached.kb.io")["webhooks"][0];
+        assert_eq!(
+            webhook["namespaceSelector"]
+                .pointer("/matchExpressions/0/values")
+                .cloned(),
+            expected,
+            "{targets:?}"
+        );
+    }
+}
+
+#[test]
+fn webhooks_with_built_in_certificates() {
+    let yaml = converts("webhooks-builtin");
+    let docs = documents(&yaml);
+    let service = "widget-operator-controller-manager-service";
+    let secret = find(
+        &docs,
+        "Secret",
+        "widget-operator-controller-manager-service-cert",
+    );
+    assert_eq!(secret["type"], "kubernetes.io/tls");
+    assert_eq!(
+        secret["metadata"]["annotations"]["core.rukpak.io/serving-certificate-for"],
+        format!(
+            "{service}.widget-operator-system.svc,{service}.widget-operator-system,{service}.widget-operator-system.svc.cluster.local"
+        )
+    );
+    // Two webhook ports of one Deployment: one Service port each, by number and by name.
+    assert_eq!(
+        find(&docs, "Service", service)["spec"]["ports"],
+        serde_json::json!([
+            {"name": "443", "port": 443, "targetPort": 9443},
+            {"name": "8443", "port": 8443, "targetPort": "webhook-server"},
+        ])
+    );
+    let crd = find(&docs, "CustomResourceDefinition", "widgets.example.com");
+    assert_eq!(
+        crd["metadata"]["annotations"]["core.rukpak.io/inject-ca-bundle"],
+        "true"
+    );
+    assert_eq!(
+        crd["spec"]["conversion"],
+        serde_json::json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"service": {"name": service, "namespace": "widget-operator-system", "path": "/convert", "port": 443}},
+            "conversionReviewVersions": ["v1"]}})
+    );
+    // A CRD no conversion webhook names is left alone.
+    assert!(
+        find(&docs, "CustomResourceDefinition", "gadgets.example.com")["spec"]
+            .get("conversion")
+            .is_none()
+    );
+    let mutating = find(&docs, "MutatingWebhookConfiguration", "mwidget.example.com");
+    assert_eq!(mutating["webhooks"][0]["reinvocationPolicy"], "IfNeeded");
+    assert_eq!(mutating["webhooks"][0]["matchPolicy"], "Equivalent");
+    // All namespaces: the CSV's selectors are kept, none is added.
+    assert!(mutating["webhooks"][0].get("namespaceSelector").is_none());
+    // The scaffolded cert volume at the serving path is replaced, not doubled.
+    let deployment = find(&docs, "Deployment", "widget-operator-controller-manager");
+    let volumes: Vec<&str> = deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(volumes, ["apiservice-cert", "webhook-cert"]);
+}
+
+#[test]
+fn webhooks_with_cert_manager() {
+    let docs = documents(&converts("webhooks-cert-manager"));
+    let secret = "widget-operator-controller-manager-service-cert";
+    let certificate = find(&docs, "Certificate", secret);
+    assert_eq!(certificate["spec"]["secretName"], secret);
+    // The issuer's name is cut to fit 63 characters, as upstream cuts it.
+    let issuer = docs.iter().find(|d| d["kind"] == "Issuer").unwrap();
+    assert_eq!(
+        issuer["metadata"]["name"],
+        "widget-operator-controller-manager-service-ce-selfsigned-issuer"
+    );
+    assert_eq!(
+        certificate["spec"]["issuerRef"]["name"],
+        issuer["metadata"]["name"]
+    );
+    let inject = format!("widget-operator-system/{secret}");
+    for (kind, name) in [
+        ("ValidatingWebhookConfiguration", "vwidget.example.com"),
+        ("MutatingWebhookConfiguration", "mwidget.example.com"),
+        ("CustomResourceDefinition", "widgets.example.com"),
+    ] {
+        assert_eq!(
+            find(&docs, kind, name)["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            inject.as_str()
+        );
+    }
+    assert!(!docs.iter().any(|d| d["kind"] == "Secret"));
+}
+
+#[test]
+fn webhooks_with_the_openshift_service_ca() {
+    let docs = documents(&converts("webhooks-service-ca"));
+    let service = find(
+        &docs,
+        "Service",
+        "widget-operator-controller-manager-service",
+    );
+    assert_eq!(
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+        "widget-operator-controller-manager-service-cert"
+    );
+    assert_eq!(
+        find(
+            &docs,
+            "ValidatingWebhookConfiguration",
+            "vwidget.example.com"
+        )["metadata"]["annotations"]["service.beta.openshift.io/inject-cabundle"],
+        "true"
     );
     assert!(
-        message.ends_with("webhookDefinitions are not supported"),
-        "{message}"
+        !docs
+            .iter()
+            .any(|d| d["kind"] == "Secret" || d["kind"] == "Certificate")
     );
+}
+
+#[test]
+fn an_owned_api_service_is_served_with_its_webhook_on_one_service() {
+    let docs = documents(&converts("apiservice"));
+    let api_service = find(&docs, "APIService", "v1beta2.custom.metrics.k8s.io");
+    assert_eq!(
+        api_service["spec"],
+        serde_json::json!({"group": "custom.metrics.k8s.io", "version": "v1beta2",
+            "groupPriorityMinimum": 2000, "versionPriority": 15,
+            "service": {"namespace": "custom-metrics", "name": "adapter-service", "port": 443}})
+    );
+    assert_eq!(
+        find(&docs, "Service", "adapter-service")["spec"]["ports"],
+        serde_json::json!([
+            {"name": "443", "port": 443, "targetPort": 6443},
+            {"name": "9443", "port": 9443, "targetPort": 9443},
+        ])
+    );
+}
+
+#[test]
+fn bad_webhook_definitions_are_refused_naming_the_csv_field() {
+    let files = render::read_dir(&golden("webhooks-builtin").join("bundle")).unwrap();
+    let csv_path = "manifests/widget-operator.clusterserviceversion.yaml";
+    let csv: Value =
+        serde_yaml_ng::from_slice(&files.iter().find(|(p, _)| p == csv_path).unwrap().1).unwrap();
+    type Change = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Change, &str)> = vec![
+        (
+            "unknown deployment",
+            Box::new(|csv| csv["spec"]["webhookdefinitions"][0]["deploymentName"] = "gone".into()),
+            "spec.webhookdefinitions[0].deploymentName \"gone\" names no Deployment of spec.install.spec.deployments (it has: widget-operator-controller-manager)",
+        ),
+        (
+            "port out of range",
+            Box::new(|csv| csv["spec"]["webhookdefinitions"][1]["containerPort"] = 70000.into()),
+            "spec.webhookdefinitions[1].containerPort 70000 is out of range (1-65535)",
+        ),
+        (
+            "conversion of a CRD the bundle does not own",
+            Box::new(|csv| {
+                csv["spec"]["webhookdefinitions"][2]["conversionCRDs"] =
+                    serde_json::json!(["things.other.io"])
+            }),
+            "spec.webhookdefinitions[2].conversionCRDs names CRD \"things.other.io\", which is not in spec.customresourcedefinitions.owned: a bundle may only convert its own CRDs",
+        ),
+        (
+            "duplicate generateName",
+            Box::new(|csv| {
+                let first = csv["spec"]["webhookdefinitions"][0].clone();
+                csv["spec"]["webhookdefinitions"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(first);
+            }),
+            "spec.webhookdefinitions[3].generateName \"vwidget.example.com\" repeats spec.webhookdefinitions[0].generateName: webhooks of type ValidatingAdmissionWebhook must have distinct names",
+        ),
+        (
+            "every API group",
+            Box::new(|csv| {
+                csv["spec"]["webhookdefinitions"][0]["rules"][0]["apiGroups"] =
+                    serde_json::json!(["*"])
+            }),
+            "spec.webhookdefinitions[0].rules[0] intercepts API group \"*\"",
+        ),
+        (
+            "this system's own kinds",
+            Box::new(|csv| {
+                csv["spec"]["webhookdefinitions"][0]["rules"][0]["apiGroups"] =
+                    serde_json::json!(["core.rukpak.io"])
+            }),
+            "spec.webhookdefinitions[0].rules[0] intercepts API group \"core.rukpak.io\"",
+        ),
+        (
+            "pods in every namespace",
+            Box::new(|csv| {
+                csv["spec"]["webhookdefinitions"][1]["rules"][0] = serde_json::json!(
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]})
+            }),
+            "spec.webhookdefinitions[1].rules[0] would intercept pods in namespace \"kube-system\", which the cluster and this installer depend on",
+        ),
+        (
+            "a conversion webhook in a bundle that supports more than all namespaces",
+            Box::new(|csv| csv["spec"]["installModes"][0]["supported"] = true.into()),
+            "spec.webhookdefinitions[2] is a conversion webhook, but the CSV supports the install modes [OwnNamespace, AllNamespaces]",
+        ),
+        (
+            "no sideEffects",
+            Box::new(|csv| {
+                csv["spec"]["webhookdefinitions"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("sideEffects");
+            }),
+            "spec.webhookdefinitions[0].sideEffects must be None or NoneOnDryRun (the API server refuses others), found nothing",
+        ),
+    ];
+    for (what, change, expected) in cases {
+        let mut changed = csv.clone();
+        change(&mut changed);
+        let mut damaged = files.clone();
+        damaged.iter_mut().find(|(p, _)| p == csv_path).unwrap().1 =
+            serde_yaml_ng::to_string(&changed).unwrap().into_bytes();
+        let message = render_files(&damaged, &options("webhooks-builtin")).unwrap_err();
+        assert!(message.contains(csv_path), "{what}: {message}");
+        assert!(
+            message.contains(expected),
+            "{what}:\n{message}\ndoes not contain\n{expected}"
+        );
+    }
+    // A namespaceSelector that leaves the protected namespaces out makes the pod webhook fine.
+    let mut changed = csv.clone();
+    changed["spec"]["webhookdefinitions"][1]["rules"][0] = serde_json::json!(
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]});
+    changed["spec"]["webhookdefinitions"][1]["namespaceSelector"] = serde_json::json!({"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "rukpak-system"]}]});
+    let mut fixed = files.clone();
+    fixed.iter_mut().find(|(p, _)| p == csv_path).unwrap().1 =
+        serde_yaml_ng::to_string(&changed).unwrap().into_bytes();
+    render_files(&fixed, &options("webhooks-builtin")).unwrap();
 }
 
 #[test]

@@ -11,20 +11,20 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
-};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use registry_provisioner::render;
 use rukpak_api::conditions::{TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED};
 use rukpak_api::{BundleDeployment, bundle_name, template_hash};
 use serde_json::json;
+use support::create_deployment;
 use testkit::servers::CraneRegistry;
 use testkit::stack::{Component, Stack};
 use testkit::{client, unique_name, wait_for};
 
+mod support;
+
 const TIMEOUT: Duration = Duration::from_secs(90);
-const CLASS: &str = "core-rukpak-io-registry";
 const CSV_FILE: &str = "manifests/own-namespace-operator.clusterserviceversion.yaml";
 
 async fn stack() -> &'static Stack {
@@ -71,55 +71,16 @@ impl TestBundle {
 
     /// Pushes the bundle as a one-layer image and returns its reference.
     fn push(&self, registry: &CraneRegistry) -> String {
-        let files: Vec<(&str, &[u8])> = self
-            .files
-            .iter()
-            .map(|(p, b)| (p.as_str(), b.as_slice()))
-            .collect();
-        let layer = testkit::servers::tar(&files);
-        let repository = format!("bundles/{}:v1.0.0", self.namespace);
-        registry.push(&repository, &[layer]);
-        format!("{}/{repository}", registry.addr)
+        support::push_bundle(
+            registry,
+            &self.files,
+            &format!("bundles/{}:v1.0.0", self.namespace),
+        )
     }
 
     fn crd_name(&self) -> String {
         format!("widgets.{}", self.group)
     }
-}
-
-/// Creates a BundleDeployment of the registry class for `image`, labelled for the stack on
-/// its metadata and its template's.
-async fn create_deployment(
-    client: &Client,
-    stack: &Stack,
-    name: &str,
-    image: &str,
-    config: Option<serde_json::Value>,
-) -> BundleDeployment {
-    let mut spec = json!({
-        "provisionerClassName": CLASS,
-        "template": {
-            "metadata": { "labels": stack.labels() },
-            "spec": {
-                "provisionerClassName": CLASS,
-                "source": { "type": "image", "image": { "ref": image } }
-            }
-        }
-    });
-    if let Some(config) = config {
-        spec["config"] = config;
-    }
-    let deployment: BundleDeployment = serde_json::from_value(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1",
-        "kind": "BundleDeployment",
-        "metadata": { "name": name, "labels": stack.labels() },
-        "spec": spec,
-    }))
-    .unwrap();
-    Api::<BundleDeployment>::all(client.clone())
-        .create(&PostParams::default(), &deployment)
-        .await
-        .unwrap()
 }
 
 /// Waits until condition `type_` of BundleDeployment `name` has `status`; returns its
@@ -170,18 +131,7 @@ async fn wait_reason(
 }
 
 async fn delete_and_wait(client: &Client, name: &str) {
-    let deployments: Api<BundleDeployment> = Api::all(client.clone());
-    deployments
-        .delete(name, &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_for(&format!("{name} to be deleted"), TIMEOUT, || async {
-        match deployments.get_opt(name).await.map_err(|e| e.to_string())? {
-            None => Ok(()),
-            Some(bd) => Err(format!("still there: {:?}", bd.status)),
-        }
-    })
-    .await;
+    testkit::delete_and_wait(&Api::<BundleDeployment>::all(client.clone()), name, TIMEOUT).await;
 }
 
 /// Whether the object is gone or being deleted.

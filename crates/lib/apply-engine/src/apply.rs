@@ -24,6 +24,9 @@ use crate::subset::{as_stored, is_subset};
 
 /// How long to wait for a CRD of the bundle to become Established.
 const CRD_ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one apply waits for the servers behind its webhooks and API services before
+/// giving up until the next attempt.
+const BACKEND_READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A failed apply. Nothing after the failing step was written.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +79,18 @@ pub enum ApplyError {
     CrdNotEstablished {
         /// CRD name.
         name: String,
+        /// How long we waited.
+        timeout: Duration,
+    },
+    /// The servers behind the bundle's webhooks or API services are not ready, so those
+    /// were not registered (a webhook without its server can block writes cluster-wide).
+    #[error(
+        "webhooks and API services are not registered until their servers are ready, and after {timeout:?}: {}",
+        join_lines(.waiting)
+    )]
+    BackendsNotReady {
+        /// What is not ready, as sentences.
+        waiting: Vec<String>,
         /// How long we waited.
         timeout: Duration,
     },
@@ -172,8 +187,13 @@ struct Resolved {
 #[derive(Clone)]
 pub struct Applier {
     client: Client,
+    /// Reads the state of what was applied (Deployment availability, Service endpoints)
+    /// to decide when webhooks may be registered; the provisioner's own identity, since a
+    /// tenant's account need not be allowed to read endpoints.
+    observer: Client,
     kinds: std::sync::Arc<KindCache>,
     progress: Option<tokio::sync::watch::Sender<Option<ApplyStep>>>,
+    backend_timeout: Duration,
 }
 
 impl Applier {
@@ -181,10 +201,24 @@ impl Applier {
     /// every apply of the process).
     pub fn new(client: Client, kinds: std::sync::Arc<KindCache>) -> Self {
         Self {
+            observer: client.clone(),
             client,
             kinds,
             progress: None,
+            backend_timeout: BACKEND_READY_TIMEOUT,
         }
+    }
+
+    /// Reads the state of applied workloads and Services through `observer` instead of the
+    /// applying client.
+    pub fn with_observer(mut self, observer: Client) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// The client objects are written with (the identity the BundleDeployment applies as).
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Reports each step of [`Self::apply`] on `progress` as it starts.
@@ -321,9 +355,6 @@ impl Applier {
         let mut rest = plan.rest;
         rest.extend(late);
         sort_for_apply(&mut rest, |r| &r.key);
-        self.write_in_phases(&rest, &live, &params, &mut report)
-            .await?;
-
         let mut applied: Vec<ObjectKey> = plan
             .foundations
             .iter()
@@ -331,8 +362,32 @@ impl Applier {
             .map(|r| r.key.clone())
             .collect();
         sort_for_apply(&mut applied, |k| k);
+
+        // Webhooks leaving the bundle go before the workloads change under them, and new
+        // or changed ones only once their servers are ready.
+        self.prune_where(&request, &applied, &mut report, |key| {
+            phase_of(key) == Phase::Admission
+        })
+        .await?;
+        let split = rest
+            .iter()
+            .position(|r| phase_of(&r.key) == Phase::Admission)
+            .unwrap_or(rest.len());
+        let (before, admission) = rest.split_at(split);
+        self.write_in_phases(before, &live, &params, &mut report)
+            .await?;
+        if admission
+            .iter()
+            .any(|item| needs_write(item, live.get(&item.key)))
+        {
+            self.wait_for_backends(admission, before).await?;
+        }
+        self.write_in_phases(admission, &live, &params, &mut report)
+            .await?;
+
         report.inventory = applied.iter().map(InventoryEntry::from).collect();
-        self.prune(&request, &applied, &mut report).await?;
+        self.prune_where(&request, &applied, &mut report, |_| true)
+            .await?;
         Ok(report)
     }
 
@@ -466,19 +521,25 @@ impl Applier {
         Ok(())
     }
 
-    /// Removes what the previous bundle had and `applied` does not (see [`stale`]).
-    async fn prune(
+    /// Removes what the previous bundle had and `applied` does not (see [`stale`]), of the
+    /// objects `which` selects.
+    async fn prune_where(
         &self,
         request: &ApplyRequest,
         applied: &[ObjectKey],
         report: &mut ApplyReport,
+        which: impl Fn(&ObjectKey) -> bool,
     ) -> Result<(), ApplyError> {
         let previous: Vec<ObjectKey> = request
             .previous_inventory
             .iter()
             .map(ObjectKey::from)
+            .filter(|key| !report.pruned.contains(key))
             .collect();
-        let stale = stale(&previous, applied);
+        let stale: Vec<ObjectKey> = stale(&previous, applied)
+            .into_iter()
+            .filter(|key| which(key))
+            .collect();
         if !stale.is_empty() {
             self.report(ApplyStep::Pruning {
                 objects: stale.len(),
@@ -529,6 +590,86 @@ impl Applier {
                     source,
                 }
             })
+    }
+
+    /// Waits until every Service the `admission` objects call has a ready endpoint and
+    /// every Deployment of `applied` behind it is Available, reporting what it waits for.
+    async fn wait_for_backends(
+        &self,
+        admission: &[Resolved],
+        applied: &[Resolved],
+    ) -> Result<(), ApplyError> {
+        let services = backend_services(admission.iter().map(|r| &r.object));
+        if services.is_empty() {
+            return Ok(());
+        }
+        let deployments: Vec<&Resolved> = applied
+            .iter()
+            .filter(|r| r.key.group == "apps" && r.key.kind == "Deployment")
+            .collect();
+        self.report(ApplyStep::WaitingForBackends {
+            services: services.len(),
+        });
+        let deadline = tokio::time::Instant::now() + self.backend_timeout;
+        loop {
+            let mut waiting = Vec::new();
+            for (namespace, name) in &services {
+                let slices: Api<DynamicObject> = Api::namespaced_with(
+                    self.observer.clone(),
+                    namespace,
+                    &ApiResource::from_gvk_with_plural(
+                        &GroupVersionKind::gvk("discovery.k8s.io", "v1", "EndpointSlice"),
+                        "endpointslices",
+                    ),
+                );
+                let listed = slices
+                    .list(
+                        &ListParams::default()
+                            .labels(&format!("kubernetes.io/service-name={name}")),
+                    )
+                    .await
+                    .map_err(|source| ApplyError::Read {
+                        object: ObjectKey {
+                            group: "discovery.k8s.io".to_owned(),
+                            version: "v1".to_owned(),
+                            kind: "EndpointSlice".to_owned(),
+                            namespace: Some(namespace.clone()),
+                            name: name.clone(),
+                        },
+                        source,
+                    })?;
+                if !has_ready_endpoint(listed.items.iter().map(|s| &s.data)) {
+                    waiting.push(format!("Service {namespace}/{name} has no ready endpoint"));
+                }
+            }
+            for deployment in &deployments {
+                let api = Api::<DynamicObject>::namespaced_with(
+                    self.observer.clone(),
+                    deployment.key.namespace.as_deref().unwrap_or_default(),
+                    &deployment.resource,
+                );
+                let live =
+                    api.get_opt(&deployment.key.name)
+                        .await
+                        .map_err(|source| ApplyError::Read {
+                            object: deployment.key.clone(),
+                            source,
+                        })?;
+                if !live.as_ref().is_some_and(|d| is_available(&d.data)) {
+                    waiting.push(format!("{} is not Available", deployment.key));
+                }
+            }
+            if waiting.is_empty() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(ApplyError::BackendsNotReady {
+                    waiting,
+                    timeout: self.backend_timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 
     async fn wait_established(&self, name: &str) -> Result<(), ApplyError> {
@@ -893,6 +1034,51 @@ enum Removal {
     Deleted,
     Kept(String),
     Gone,
+}
+
+/// The Services (namespace, name) that webhook configurations and APIServices call. Pure.
+fn backend_services<'a>(objects: impl Iterator<Item = &'a DynamicObject>) -> Vec<(String, String)> {
+    let mut services = Vec::new();
+    for object in objects {
+        let references: Vec<&serde_json::Value> = match object.data.get("webhooks") {
+            Some(serde_json::Value::Array(webhooks)) => webhooks
+                .iter()
+                .filter_map(|w| w.pointer("/clientConfig/service"))
+                .collect(),
+            _ => object.data.pointer("/spec/service").into_iter().collect(),
+        };
+        for reference in references {
+            let field = |key: &str| reference.get(key).and_then(serde_json::Value::as_str);
+            if let (Some(namespace), Some(name)) = (field("namespace"), field("name")) {
+                let service = (namespace.to_owned(), name.to_owned());
+                if !services.contains(&service) {
+                    services.push(service);
+                }
+            }
+        }
+    }
+    services
+}
+
+/// Whether any endpoint of these EndpointSlices is ready (a missing `ready` counts as
+/// ready, as the API documents). Pure.
+fn has_ready_endpoint<'a>(slices: impl Iterator<Item = &'a serde_json::Value>) -> bool {
+    slices
+        .filter_map(|slice| slice.get("endpoints").and_then(serde_json::Value::as_array))
+        .flatten()
+        .any(|endpoint| endpoint.pointer("/conditions/ready") != Some(&json!(false)))
+}
+
+/// Whether a Deployment reports `Available=True`. Pure.
+fn is_available(deployment: &serde_json::Value) -> bool {
+    deployment
+        .pointer("/status/conditions")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.get("type") == Some(&json!("Available")) && c.get("status") == Some(&json!("True"))
+        })
 }
 
 fn is_crd(key: &ObjectKey) -> bool {

@@ -59,13 +59,16 @@ pub trait BundleFormat: Send + Sync + 'static {
 
     /// The objects to apply and the install namespace (the default namespace of namespaced
     /// objects; created when missing and then removed with the bundle, unless it holds
-    /// anything else). The default is [`Self::objects`] and `spec.installNamespace`; formats
-    /// that derive the namespace from the bundle itself override this.
+    /// anything else). `class_parameters` is the ProvisionerClass's `spec.parameters`. The
+    /// default is [`Self::objects`] and `spec.installNamespace`; formats that derive the
+    /// namespace from the bundle itself, or read class parameters, override this.
     fn plan(
         &self,
         files: &content::FileMap,
         deployment: &BundleDeployment,
+        class_parameters: Option<&serde_json::Value>,
     ) -> Result<Plan, String> {
+        let _ = class_parameters;
         Ok(Plan {
             objects: self.objects(files, deployment)?,
             install_namespace: deployment.spec.install_namespace.clone(),
@@ -103,6 +106,8 @@ pub struct Settings {
     /// At most this many BundleDeployments are reconciled at once (0: no limit), so many
     /// slow or failing ones cannot take every worker from the rest.
     pub concurrency: u16,
+    /// Lifetimes of the built-in webhook certificates (see [`crate::certificates`]).
+    pub certificates: crate::certificates::Policy,
 }
 
 /// Everything a reconcile needs.
@@ -209,7 +214,10 @@ impl<F: BundleFormat> Context<F> {
             })
             .map_err(|source| Error::Client(identity, source))?;
         let (client, warnings) = recording_warnings(&shared);
-        Ok((Applier::new(client, self.kinds.clone()), warnings))
+        Ok((
+            Applier::new(client, self.kinds.clone()).with_observer(self.client.clone()),
+            warnings,
+        ))
     }
 
     async fn event(
@@ -298,15 +306,16 @@ async fn reconcile<F: BundleFormat>(
             ),
             source,
         })?;
-    if class.is_none_or(|c| c.spec.provisioner != ctx.format.provisioner_id()) {
+    let Some(class) = class.filter(|c| c.spec.provisioner == ctx.format.provisioner_id()) else {
         return Ok(Action::await_change());
-    }
+    };
+    let parameters = class.spec.parameters.as_ref();
     kit::controller::timed(&ctx.metrics, "bundledeployment", async {
         let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
         let name = deployment.name_any();
         let result = finalizer(&api, FINALIZER, deployment, |event| async {
             match event {
-                Finalizer::Apply(deployment) => apply(&deployment, &ctx).await,
+                Finalizer::Apply(deployment) => apply(&deployment, &ctx, parameters).await,
                 Finalizer::Cleanup(deployment) => cleanup(&deployment, &ctx).await,
             }
         })
@@ -331,15 +340,26 @@ async fn reconcile<F: BundleFormat>(
 async fn apply<F: BundleFormat>(
     deployment: &BundleDeployment,
     ctx: &Context<F>,
+    class_parameters: Option<&serde_json::Value>,
 ) -> Result<Action, Error> {
     let name = deployment.name_any();
     let current = deployment.status.clone().unwrap_or_default();
     // The status last written while the apply ran, if any: what the server holds now.
     let mut in_flight = None;
+    // When certificates want a look before the next resync (a rotation step is due).
+    let mut recheck_after = None;
     let outcome = if deployment.spec.paused == Some(true) {
         Outcome::Paused
     } else {
-        install(deployment, ctx, &current, &mut in_flight).await?
+        install(
+            deployment,
+            ctx,
+            class_parameters,
+            &current,
+            &mut in_flight,
+            &mut recheck_after,
+        )
+        .await?
     };
     let next = next_status(
         &current,
@@ -372,7 +392,9 @@ async fn apply<F: BundleFormat>(
         Outcome::ApplyFailed { .. } => Action::requeue(ctx.backoff.next_delay(&name)),
         // Only written while an apply runs; a reconcile never ends on it.
         Outcome::Applying { .. } => Action::requeue(ctx.settings.resync),
-        Outcome::Installed { .. } => Action::requeue(ctx.settings.resync),
+        Outcome::Installed { .. } => Action::requeue(
+            recheck_after.map_or(ctx.settings.resync, |soon| soon.min(ctx.settings.resync)),
+        ),
     })
 }
 
@@ -380,8 +402,10 @@ async fn apply<F: BundleFormat>(
 async fn install<F: BundleFormat>(
     deployment: &BundleDeployment,
     ctx: &Context<F>,
+    class_parameters: Option<&serde_json::Value>,
     current: &BundleDeploymentStatus,
     in_flight: &mut Option<BundleDeploymentStatus>,
+    recheck_after: &mut Option<Duration>,
 ) -> Result<Outcome, Error> {
     let bundle = bundle_name(
         &deployment.name_any(),
@@ -410,7 +434,7 @@ async fn install<F: BundleFormat>(
     let Plan {
         mut objects,
         install_namespace,
-    } = match ctx.format.plan(&files, deployment) {
+    } = match ctx.format.plan(&files, deployment, class_parameters) {
         Ok(plan) => plan,
         Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
     };
@@ -420,6 +444,28 @@ async fn install<F: BundleFormat>(
         objects.insert(0, namespace);
     }
     let (applier, warnings) = ctx.applier_for(deployment)?;
+    // Certificates are read and decided as the deployment's identity, before anything is
+    // written, so the webhook configurations go out with the CA that verifies their server.
+    let certificates = match crate::certificates::provide(
+        applier.client(),
+        &deployment.name_any(),
+        install_namespace.as_deref(),
+        &mut objects,
+        &ctx.settings.certificates,
+    )
+    .await
+    {
+        Ok(provided) => provided,
+        Err(crate::certificates::CertificateError::Request(message)) => {
+            return Ok(Outcome::LoadFailed { bundle, message });
+        }
+        Err(err) => {
+            return Ok(Outcome::ApplyFailed {
+                bundle,
+                message: error_chain(&err),
+            });
+        }
+    };
     let request = ApplyRequest {
         owner: deployment.name_any(),
         objects,
@@ -446,6 +492,11 @@ async fn install<F: BundleFormat>(
     };
     let warnings = warnings.take();
     announce_apply(ctx, deployment, &warnings, &report.kept).await;
+    for (reason, warning, message) in &certificates.changes {
+        ctx.event(deployment, *warning, reason, message.clone())
+            .await;
+    }
+    *recheck_after = certificates.recheck_after;
     let overall = judge_health(ctx, &report.inventory).await;
     Ok(Outcome::Installed {
         bundle,

@@ -3,6 +3,7 @@
 //! - [`controller`]: the BundleDeployment controller, generic over a [`controller::BundleFormat`];
 //! - [`apply`]: the engine: ordered server-side apply, collisions and CRD safety checked
 //!   before the first write, inventory, prune, and deletion that keeps user data;
+//! - [`certificates`]: built-in serving certificates and CA injection for webhooks;
 //! - [`identity`]: who a BundleDeployment applies as, published for the admission policy;
 //! - [`kinds`]: discovery, asked once per kind and shared by every reconcile;
 //! - [`run`]: the `run` command and process every provisioner binary shares;
@@ -19,6 +20,7 @@
 //! - [`crd_safety`]: CRD upgrade safety checks, run before any CRD update.
 
 pub mod apply;
+pub mod certificates;
 pub mod collision;
 pub mod controller;
 pub mod crd_safety;

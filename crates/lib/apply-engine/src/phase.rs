@@ -67,6 +67,11 @@ pub enum ApplyStep {
         /// How many.
         crds: usize,
     },
+    /// Waiting for the servers behind webhooks and API services before registering them.
+    WaitingForBackends {
+        /// How many Services they call.
+        services: usize,
+    },
     /// Removing what the previous Bundle had and this one does not.
     Pruning {
         /// How many objects.
@@ -95,6 +100,12 @@ impl std::fmt::Display for ApplyStep {
                 f,
                 "waiting for {crds} CustomResourceDefinition{} to be established",
                 plural(*crds)
+            ),
+            Self::WaitingForBackends { services } => write!(
+                f,
+                "waiting for the server{} behind {services} webhook Service{} to be ready before registering the webhooks",
+                plural(*services),
+                plural(*services)
             ),
             Self::Pruning { objects } => write!(
                 f,

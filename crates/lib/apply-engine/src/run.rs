@@ -53,6 +53,12 @@ pub struct RunArgs {
     /// How often an unchanged BundleDeployment is re-checked for drift (e.g. `10m`).
     #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     pub resync: Duration,
+
+    /// How long the built-in webhook CA and serving certificates are valid (e.g. `17520h`, two years);
+    /// each is renewed when a third of this is left, the CA with an overlap in which both
+    /// the old and the new CA are trusted.
+    #[arg(long, env = "CERTIFICATE_VALIDITY", default_value = "17520h", value_parser = kit::cli::parse_duration)]
+    pub certificate_validity: Duration,
 }
 
 impl RunArgs {
@@ -81,6 +87,7 @@ impl RunArgs {
                 .clone()
                 .unwrap_or_else(|| self.system_namespace.clone()),
             concurrency: self.max_concurrent_reconciles,
+            certificates: crate::certificates::Policy::for_validity(self.certificate_validity),
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(

@@ -122,6 +122,27 @@ where
     }
 }
 
+/// Deletes `name` through `api` and waits (up to `timeout`) until it is gone, finalizers
+/// included; panics naming what is still there.
+pub async fn delete_and_wait<K>(api: &Api<K>, name: &str, timeout: Duration)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.delete(name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|err| panic!("failed to delete {name}: {err}"));
+    wait_for(&format!("{name} to be deleted"), timeout, || async {
+        match api.get_opt(name).await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(object) => Err(format!(
+                "still there: {:?}",
+                object.meta().deletion_timestamp
+            )),
+        }
+    })
+    .await;
+}
+
 /// Runs `task` on a thread with a Tokio runtime of its own, for the rest of the test
 /// process. Each `#[tokio::test]` has its own runtime, which ends with the test; controllers
 /// and servers shared by several tests must live on one that does not. Join the returned

@@ -132,6 +132,8 @@ pub struct Stack {
     log_dir: PathBuf,
     bin_dir: PathBuf,
     components: Vec<Component>,
+    /// Extra environment of every component.
+    env: Vec<(String, String)>,
     running: Mutex<BTreeMap<Component, Running>>,
     examples: OnceCell<ServedExamples>,
 }
@@ -163,6 +165,12 @@ impl Stack {
     /// Installs the CRDs and provisioner classes, creates the system namespaces and starts
     /// `components`, waiting until each one reports ready.
     pub async fn start(components: &[Component]) -> Stack {
+        Self::start_with_env(components, &[]).await
+    }
+
+    /// [`Self::start`], with extra environment variables for every component (settings a
+    /// test needs shorter than in production, such as `CERTIFICATE_VALIDITY`).
+    pub async fn start_with_env(components: &[Component], env: &[(&str, &str)]) -> Stack {
         let id = unique_name("stack");
         let client = client().await;
         install_crds(&client).await;
@@ -188,6 +196,10 @@ impl Stack {
             },
             running: Mutex::new(BTreeMap::new()),
             examples: OnceCell::new(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
             id,
         };
         for namespace in [
@@ -342,6 +354,7 @@ impl Stack {
             .unwrap();
         let watchdog = watched(&binary)
             .args(component.args(self, &admin))
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env("RELEASE_VERSION", &self.release_version)
             .env("LOG_LEVEL", "info")
             .env("OLMV1_PROCESS_STATS", self.log_dir.join("processes.stats"))

@@ -39,6 +39,7 @@ pub fn start_provisioner(
             default_service_account,
             identity_namespace: testkit::ADMISSION_NAMESPACE.to_owned(),
             concurrency: 4,
+            certificates: apply_engine::certificates::Policy::default(),
         };
         let ctx = Arc::new(Context::new(
             client,
