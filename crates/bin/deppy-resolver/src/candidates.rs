@@ -9,8 +9,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use fbc::{
-    Bundle, CatalogIndex, ChannelGraph, ConstraintError, ConstraintExpr, Gvk, Property, Version,
-    VersionRange,
+    Bundle, CatalogIndex, ChannelGraph, ConstraintError, ConstraintExpr, Gvk, Version, VersionRange,
 };
 
 use crate::catalog::NamedCatalog;
@@ -147,37 +146,6 @@ pub(crate) fn providers<'a>(sources: &[NamedCatalog<'a>], gvk: &Gvk) -> Vec<Offe
         );
     }
     out
-}
-
-/// One dependency a bundle declares, borrowed from the catalog.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Requirement<'a> {
-    /// `olm.package.required`.
-    Package {
-        name: &'a str,
-        range: &'a VersionRange,
-    },
-    /// `olm.gvk.required`.
-    Gvk(&'a Gvk),
-    /// `olm.constraint`.
-    Constraint(&'a fbc::Constraint),
-}
-
-/// The bundle's dependencies in property order: what `Bundle::requirements` lists, without
-/// cloning every range for every bundle visited.
-pub(crate) fn requirements(bundle: &Bundle) -> impl Iterator<Item = Requirement<'_>> {
-    bundle
-        .properties
-        .iter()
-        .filter_map(|property| match property {
-            Property::PackageRequired(required) => Some(Requirement::Package {
-                name: &required.package_name,
-                range: &required.version_range,
-            }),
-            Property::GvkRequired(gvk) => Some(Requirement::Gvk(gvk)),
-            Property::Constraint(constraint) => Some(Requirement::Constraint(constraint)),
-            _ => None,
-        })
 }
 
 /// Offers of bundles that satisfy an `olm.constraint`, from every source. Fails when the

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::resolve::Stats;
+use crate::stats::Stats;
 
 /// A request that no selection satisfies, explained by the constraints that rule every
 /// selection out.

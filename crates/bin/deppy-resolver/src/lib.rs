@@ -59,8 +59,10 @@ mod expression;
 mod kube_version;
 mod messages;
 mod refusal;
+mod requirement;
 mod resolve;
 mod selection;
+mod stats;
 mod variables;
 
 pub use catalog::NamedCatalog;
@@ -68,5 +70,6 @@ pub use constraint::Constraint;
 pub use error::{ErrorCategory, ResolveError, Unsatisfiable};
 pub use expression::{ExpressionError, ExpressionProblem};
 pub use kube_version::{KubeVersion, KubeVersionError};
-pub use resolve::{Request, Resolution, Resolver, Stats, resolve};
+pub use resolve::{Request, Resolution, Resolver, resolve};
 pub use selection::SelectedBundle;
+pub use stats::Stats;

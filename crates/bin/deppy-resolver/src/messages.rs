@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use deppy::Identifier;
 use fbc::{ConstraintError, ConstraintExpr, Gvk, IndexError, Version, VersionRange};
 
-use crate::candidates::Requirement;
 use crate::kube_version::{KubeVersion, Unfit};
+use crate::requirement::Requirement;
 
 /// `a`, `a or b`, `a, b or c`: OLM's way of listing alternatives (and, with `and`, members).
 fn list(ids: &[Identifier], conjunction: &str) -> String {

@@ -2,7 +2,7 @@
 //! explanation together with the problem's size and the time spent.
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use deppy::{SolveError, Solver};
 
@@ -12,6 +12,7 @@ use crate::error::{ResolveError, Unsatisfiable};
 use crate::kube_version::KubeVersion;
 use crate::refusal;
 use crate::selection::SelectedBundle;
+use crate::stats::Stats;
 use crate::variables::{self, Problem};
 
 /// What to resolve: constraints, and optionally which catalogs to draw from.
@@ -38,30 +39,6 @@ impl Request {
         self.sources = sources.into_iter().map(Into::into).collect();
         self
     }
-}
-
-/// Size of a resolution problem and where the time went, for logs and metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Solver variables: request constraints, bundle offers and uniqueness rules.
-    pub variables: usize,
-    /// Bundle offers among the variables (a bundle in one channel of one catalog).
-    pub bundles: usize,
-    /// Constraints applied to the variables.
-    pub constraints: usize,
-    /// Clauses of the SAT encoding. `None` when unsatisfiable: deppy reports its encoding
-    /// only with a solution.
-    pub clauses: Option<usize>,
-    /// SAT variables of the encoding, when known (see `clauses`).
-    pub sat_variables: Option<u32>,
-    /// Calls to the SAT solver, when known (see `clauses`).
-    pub sat_calls: Option<u32>,
-    /// Time spent turning catalogs and constraints into variables.
-    pub build_duration: Duration,
-    /// Time spent in the solver, including any explanation.
-    pub solve_duration: Duration,
-    /// Total time of the resolution.
-    pub duration: Duration,
 }
 
 /// The bundles a request resolved to.

@@ -17,11 +17,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use deppy::{Constraint as Rule, Identifier, Identifiers, Variable};
 use fbc::{Bundle, Gvk, VersionRange};
 
-use crate::candidates::{self, Offer, Ranked, Requirement, preference};
+use crate::candidates::{self, Offer, Ranked, preference};
 use crate::catalog::NamedCatalog;
 use crate::constraint::Checked;
 use crate::kube_version::{self, KubeVersion};
 use crate::messages;
+use crate::requirement::{self, Requirement};
 
 /// A reachable offer, as a solver variable.
 #[derive(Debug)]
@@ -236,7 +237,7 @@ impl<'a> Builder<'_, 'a> {
     fn add_dependencies(&mut self, position: usize) {
         let bundle = self.nodes[position].ranked.offer.bundle;
         let subject = self.nodes[position].id.clone();
-        for requirement in candidates::requirements(bundle) {
+        for requirement in requirement::requirements(bundle) {
             let rule = match self.requirement_candidates(requirement) {
                 Ok(ids) => {
                     let mut message = messages::bundle_requires(&subject, requirement);

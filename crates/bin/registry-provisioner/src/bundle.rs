@@ -24,6 +24,8 @@ const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Kind of the ClusterServiceVersion.
 pub const CSV_KIND: &str = "ClusterServiceVersion";
+/// Kind of CustomResourceDefinitions.
+pub const CRD_KIND: &str = "CustomResourceDefinition";
 
 /// A parsed registry+v1 bundle.
 #[derive(Debug, Clone)]

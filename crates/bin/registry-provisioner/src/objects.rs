@@ -73,8 +73,7 @@ pub const CLUSTER_KINDS: &[&str] = &[
     "PriorityClass",
 ];
 
-/// Kind of CustomResourceDefinitions.
-pub const CRD_KIND: &str = "CustomResourceDefinition";
+pub use crate::bundle::CRD_KIND;
 
 /// Builds the plain objects of `bundle` installed in `install_namespace` for `targets`
 /// (already validated; `[""]` means all namespaces), with `config` applied to every

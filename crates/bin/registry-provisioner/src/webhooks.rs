@@ -836,7 +836,7 @@ fn check_conversions(bundle: &Bundle, webhooks: &[Webhook]) -> Result<(), String
         .filter(|(_, o)| {
             o.types
                 .as_ref()
-                .is_some_and(|t| t.kind == crate::objects::CRD_KIND)
+                .is_some_and(|t| t.kind == crate::bundle::CRD_KIND)
         })
         .filter_map(|(_, o)| o.metadata.name.as_deref())
         .collect();

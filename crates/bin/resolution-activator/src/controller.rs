@@ -796,21 +796,29 @@ async fn write_status(
     if next == *current {
         return Ok(());
     }
-    let patch = serde_json::json!({
-        "metadata": { "resourceVersion": resolution.resource_version() },
-        "status": {
-            "entities": next.entities,
-            "conditions": next.conditions,
-        }
-    });
-    Api::<ActiveResolution>::all(ctx.client.clone())
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| Error::Kube {
-            verb: "update the status of",
-            object: format!("ActiveResolution {name}"),
-            source,
-        })?;
+    // Only `entities` and `Activated` are ours; deppy-resolver applies the rest.
+    let own = ActiveResolutionStatus {
+        entities: next.entities.clone(),
+        conditions: next
+            .conditions
+            .iter()
+            .filter(|c| c.type_ == TYPE_ACTIVATED)
+            .cloned()
+            .collect(),
+        ..ActiveResolutionStatus::default()
+    };
+    kit::status::apply(
+        &Api::<ActiveResolution>::all(ctx.client.clone()),
+        &name,
+        FIELD_MANAGER,
+        &own,
+    )
+    .await
+    .map_err(|source| Error::Kube {
+        verb: "update the status of",
+        object: format!("ActiveResolution {name}"),
+        source,
+    })?;
     // Only Activated is ours; Resolved is deppy-resolver's to announce.
     kit::controller::announce(
         &ctx.recorder,

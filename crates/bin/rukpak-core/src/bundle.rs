@@ -11,7 +11,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::PartialObjectMeta;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -108,7 +107,7 @@ impl Context {
         Self {
             selector,
             store: ContentStore::new(client.clone(), namespace),
-            recorder: kit::controller::recorder(client.clone(), "rukpak-core"),
+            recorder: kit::controller::recorder(client.clone(), crate::FIELD_MANAGER),
             client,
             namespace: namespace.to_owned(),
             unpacker: content::source::Unpacker::new(options),
@@ -508,15 +507,17 @@ pub fn owner_reference(bundle: &Bundle) -> Option<OwnerReference> {
 }
 
 async fn write_status(ctx: &Context, name: &str, next: &BundleStatus) -> Result<(), Error> {
-    let patch = serde_json::json!({ "status": next });
-    Api::<Bundle>::all(ctx.client.clone())
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(|_| ())
-        .map_err(|source| Error {
-            name: name.to_owned(),
-            source,
-        })
+    kit::status::apply(
+        &Api::<Bundle>::all(ctx.client.clone()),
+        name,
+        crate::FIELD_MANAGER,
+        next,
+    )
+    .await
+    .map_err(|source| Error {
+        name: name.to_owned(),
+        source,
+    })
 }
 
 async fn announce(ctx: &Context, bundle: &Bundle, before: &BundleStatus, after: &BundleStatus) {

@@ -13,6 +13,9 @@ pub mod sources;
 pub mod templating;
 pub mod upload;
 
+/// The field manager of rukpak-core's status writes and the reporter of its Events.
+pub const FIELD_MANAGER: &str = "rukpak-core";
+
 /// Annotation recording the digest of uploaded content on an upload Bundle.
 pub const UPLOADED_DIGEST_ANNOTATION: &str = "core.rukpak.io/uploaded-digest";
 

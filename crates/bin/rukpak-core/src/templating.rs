@@ -42,7 +42,7 @@ impl Context {
     pub fn new(client: Client, metrics: ReconcileMetrics, selector: Option<String>) -> Self {
         Self {
             selector,
-            recorder: kit::controller::recorder(client.clone(), "rukpak-core"),
+            recorder: kit::controller::recorder(client.clone(), crate::FIELD_MANAGER),
             client,
             metrics,
             backoff: Backoff::default(),

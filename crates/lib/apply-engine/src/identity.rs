@@ -160,11 +160,14 @@ async fn publish_one(
         .as_ref()
         .and_then(|s| s.default_identity.as_ref());
     if published != Some(&wanted) {
-        let patch = serde_json::json!({ "status": { "defaultIdentity": wanted } });
-        Api::<ProvisionerClass>::all(ctx.client.clone())
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| PublishError::Write(name.clone(), source))?;
+        kit::status::apply(
+            &Api::<ProvisionerClass>::all(ctx.client.clone()),
+            &name,
+            &format!("{}-provisioner", ctx.provisioner_id),
+            &serde_json::json!({ "defaultIdentity": wanted }),
+        )
+        .await
+        .map_err(|source| PublishError::Write(name.clone(), source))?;
     }
     ctx.backoff.reset(&class.name_any());
     Ok(Action::await_change())

@@ -2,17 +2,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::io::Read;
 
 use bytes::Bytes;
 
 use crate::digest::Digest;
-use crate::extract::{ArchiveError, Extractor};
-use crate::limits::Limits;
 use crate::paths;
-use crate::tree::{Node, Resolved};
+use crate::tree::{Node, Resolved, Tree};
 
 /// A normalised tar.gz and its sha256 digest.
+///
+/// [`Content::normalize`] and [`Content::files`] are defined in [`crate::extract`], next to
+/// the [`Extractor`](crate::extract::Extractor) they run.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Content {
     data: Bytes,
@@ -30,14 +30,6 @@ pub struct DigestMismatch {
 }
 
 impl Content {
-    /// Normalises any tar or tar.gz: it is extracted safely (see [`Extractor`]) and
-    /// written back in normalised form.
-    pub fn normalize(archive: impl Read, limits: &Limits) -> Result<Self, ArchiveError> {
-        let mut extractor = Extractor::new(*limits);
-        extractor.add_archive(archive)?;
-        extractor.finish()
-    }
-
     /// Wraps bytes that were normalised by this crate and stored, after checking they
     /// still have the digest they were stored under.
     pub fn verified(data: Bytes, expected: &Digest) -> Result<Self, DigestMismatch> {
@@ -73,14 +65,6 @@ impl Content {
     pub fn size(&self) -> u64 {
         self.data.len() as u64
     }
-
-    /// Reads the content back as files. The archive is checked again with the same
-    /// rules as on the way in, so content from anywhere can be read safely.
-    pub fn files(&self, limits: &Limits) -> Result<FileMap, ArchiveError> {
-        let mut extractor = Extractor::new(*limits);
-        extractor.add_archive(self.data.as_ref())?;
-        Ok(FileMap::from_tree(&extractor.into_tree()?))
-    }
 }
 
 impl fmt::Debug for Content {
@@ -104,7 +88,8 @@ pub struct FileMap {
 }
 
 impl FileMap {
-    fn from_tree(tree: &crate::tree::Tree) -> Self {
+    /// The files of an assembled tree, with symlinks resolved to copies.
+    pub(crate) fn from_tree(tree: &Tree) -> Self {
         let mut map = FileMap::default();
         for (path, node) in tree.nodes() {
             match node {
@@ -198,6 +183,7 @@ impl FileMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::Limits;
     use crate::testutil::TarBuilder;
 
     #[test]

@@ -7,7 +7,7 @@
 
 use classify::{Classify, Retry};
 
-use crate::extract::ArchiveError;
+use crate::archive_error::ArchiveError;
 use crate::source::{ConfigMapError, Denied, GitError, HttpError, ImageError};
 use crate::store::StoreError;
 use crate::upload::UploadError;

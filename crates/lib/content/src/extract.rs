@@ -7,116 +7,24 @@
 //! fifos and sparse files, and archives past the [`Limits`].
 
 use std::cell::Cell;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::rc::Rc;
 
 use bytes::Bytes;
 use flate2::read::MultiGzDecoder;
 use tar::EntryType;
 
-use crate::content::Content;
-use crate::limits::{CountingReader, LimitError, LimitedReader, Limits, Usage, limit_error_in};
+use crate::archive_error::ArchiveError;
+use crate::content::{Content, FileMap};
+use crate::limits::{CountingReader, LimitError, LimitedReader, Limits, Usage};
 use crate::normalize;
-use crate::paths::{self, PathProblem};
+use crate::paths;
 use crate::tree::{Node, Tree};
 
 /// Name of the marker that makes a directory opaque in an image layer.
 const OPAQUE_MARKER: &str = ".wh..wh..opq";
 /// Prefix of whiteout files in image layers.
 const WHITEOUT_PREFIX: &str = ".wh.";
-
-/// Content that cannot be accepted. Every variant is a property of the content itself,
-/// so retrying cannot help.
-#[derive(Debug, thiserror::Error)]
-pub enum ArchiveError {
-    /// The archive cannot be read (not a tar, corrupt gzip, truncated).
-    #[error("failed to read archive")]
-    Read {
-        /// What the decoder said.
-        #[source]
-        source: io::Error,
-    },
-    /// The archive is compressed with something other than gzip.
-    #[error("failed to read archive: {compression} compression is not supported (use gzip)")]
-    UnsupportedCompression {
-        /// The detected compression.
-        compression: &'static str,
-    },
-    /// A path is absolute, has `..`, or is not UTF-8.
-    #[error("failed to accept entry {path:?}: {}", problem.describe())]
-    InvalidPath {
-        /// The path as found (lossily decoded).
-        path: String,
-        /// What is wrong with it.
-        problem: PathProblem,
-    },
-    /// A symlink points outside the content root.
-    #[error("failed to accept symlink {path:?}: target {target:?} leaves the content root")]
-    LinkEscapes {
-        /// The link.
-        path: String,
-        /// Its target.
-        target: String,
-    },
-    /// Following symlinks does not terminate.
-    #[error("failed to accept symlink {path:?}: too many levels of symbolic links")]
-    SymlinkLoop {
-        /// The link.
-        path: String,
-    },
-    /// A hard link whose target is not an earlier regular file of the content.
-    #[error(
-        "failed to accept hard link {path:?}: target {target:?} is not a regular file of the content"
-    )]
-    HardLinkTarget {
-        /// The link.
-        path: String,
-        /// Its target.
-        target: String,
-    },
-    /// An entry would be written through a symlink.
-    #[error("failed to accept entry {path:?}: its parent {link:?} is a symlink")]
-    BelowSymlink {
-        /// The entry.
-        path: String,
-        /// The symlink on its path.
-        link: String,
-    },
-    /// A device file, fifo, sparse file or unknown entry type.
-    #[error("failed to accept entry {path:?}: {kind} entries are not allowed")]
-    UnsupportedEntry {
-        /// The entry.
-        path: String,
-        /// Its type.
-        kind: String,
-    },
-    /// A limit was crossed.
-    #[error(transparent)]
-    Limit(#[from] LimitError),
-    /// Writing the normalised archive failed (only possible when out of memory).
-    #[error("failed to write normalised archive")]
-    Write {
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-}
-
-impl ArchiveError {
-    fn from_read(source: io::Error) -> Self {
-        match limit_error_in(&source) {
-            Some(limit) => ArchiveError::Limit(limit),
-            None => ArchiveError::Read { source },
-        }
-    }
-
-    fn invalid_path(raw: &[u8], problem: PathProblem) -> Self {
-        ArchiveError::InvalidPath {
-            path: String::from_utf8_lossy(raw).into_owned(),
-            problem,
-        }
-    }
-}
 
 /// Assembles content from archives and individual files, then normalises it.
 #[derive(Debug)]
@@ -359,6 +267,27 @@ impl Extractor {
     }
 }
 
+// `Content` is defined in `content` without these two, because they run the extractor and
+// the extractor produces `Content`: defining them there would make the modules depend on
+// each other.
+impl Content {
+    /// Normalises any tar or tar.gz: it is extracted safely (see [`Extractor`]) and
+    /// written back in normalised form.
+    pub fn normalize(archive: impl Read, limits: &Limits) -> Result<Self, ArchiveError> {
+        let mut extractor = Extractor::new(*limits);
+        extractor.add_archive(archive)?;
+        extractor.finish()
+    }
+
+    /// Reads the content back as files. The archive is checked again with the same
+    /// rules as on the way in, so content from anywhere can be read safely.
+    pub fn files(&self, limits: &Limits) -> Result<FileMap, ArchiveError> {
+        let mut extractor = Extractor::new(*limits);
+        extractor.add_archive(self.data().as_ref())?;
+        Ok(FileMap::from_tree(&extractor.into_tree()?))
+    }
+}
+
 /// A symlink target as text; its containment is checked later against the final tree.
 fn link_target(path: &str, raw: &[u8]) -> Result<String, ArchiveError> {
     let target = std::str::from_utf8(raw).map_err(|_| ArchiveError::LinkEscapes {
@@ -387,6 +316,7 @@ fn entry_kind(entry_type: EntryType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paths::PathProblem;
     use crate::testutil::{TarBuilder, gzip};
 
     fn extract(data: &[u8]) -> Result<Content, ArchiveError> {

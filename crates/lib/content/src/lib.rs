@@ -4,9 +4,12 @@
 //!
 //! - [`extract`]: safe extraction of any incoming archive into memory (no traversal, no
 //!   links out of the root, no devices, [`Limits`] against archive bombs);
+//! - [`archive_error`]: [`ArchiveError`], why content is refused, whichever step (reading,
+//!   assembling the file tree, normalising) refuses it;
 //! - [`normalize`]: the normalised tar.gz whose sha256 [`Digest`] identifies the content;
 //! - [`Content`] and [`FileMap`]: the normalised bytes, and the files consumers read;
-//! - [`source`]: the sources (image, git, http, ConfigMaps) and [`source::Unpacker`];
+//! - [`source`]: the sources (image, git, http, ConfigMaps) and [`source::Unpacker`], whose
+//!   `unpack` is defined in the private `unpack` module because it returns [`Error`];
 //! - [`store`]: the content store (chunked immutable ConfigMaps named by digest, shared
 //!   by owners through ownerReferences, verified on every read);
 //! - [`upload`]: puts caller-provided content into the store;
@@ -15,6 +18,7 @@
 //! The crate knows nothing about the project's CRDs: callers read Secrets and
 //! ConfigMaps and pass their data in.
 
+pub mod archive_error;
 pub mod content;
 pub mod digest;
 pub mod error;
@@ -25,15 +29,17 @@ pub mod paths;
 pub mod source;
 pub mod store;
 mod tree;
+mod unpack;
 pub mod upload;
 
 #[cfg(test)]
 mod testutil;
 
+pub use archive_error::ArchiveError;
 pub use content::{Content, DigestMismatch, FileMap};
 pub use digest::Digest;
 pub use error::{Error, report};
-pub use extract::{ArchiveError, Extractor};
+pub use extract::Extractor;
 pub use limits::{LimitError, Limits};
 pub use source::{ResolvedSource, Source, UnpackOptions, Unpacked, Unpacker};
 pub use store::{Store, StoreError, StoredContent};

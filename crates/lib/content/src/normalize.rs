@@ -16,8 +16,8 @@ use bytes::Bytes;
 use flate2::{Compression, GzBuilder};
 use tar::{EntryType, Header};
 
+use crate::archive_error::ArchiveError;
 use crate::content::Content;
-use crate::extract::ArchiveError;
 use crate::tree::{Node, Tree};
 
 /// gzip level used for every normalised archive.

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use bytes::Bytes;
 
-use crate::extract::ArchiveError;
+use crate::archive_error::ArchiveError;
 use crate::paths;
 
 /// How many symlinks one path resolution may follow (as Linux's `MAXSYMLINKS`).

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
+use crate::archive_error::ArchiveError;
 use crate::content::Content;
-use crate::extract::{ArchiveError, Extractor};
+use crate::extract::Extractor;
 use crate::limits::{LimitError, Limits};
 use crate::store::{Store, StoreError, StoredContent};
 

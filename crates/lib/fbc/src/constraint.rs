@@ -1,10 +1,10 @@
-//! `olm.constraint` and the dependency predicates a resolver evaluates over catalog bundles.
+//! `olm.constraint` and the dependency predicates a resolver evaluates over catalog bundles:
+//! their types and how they are read. Evaluating them against a bundle is in `evaluate`.
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::Bundle;
-use crate::property::Gvk;
+use crate::gvk::Gvk;
 use crate::range::{PrereleasePolicy, RangeError, VersionRange};
 
 /// A dependency predicate with its optional author-supplied failure message.
@@ -78,23 +78,6 @@ pub enum ConstraintParseError {
     FailureMessage,
 }
 
-/// Why a constraint cannot be evaluated.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConstraintError {
-    /// CEL rules are not evaluated by this implementation.
-    #[error("cel constraints are not supported (rule {rule:?})")]
-    CelUnsupported {
-        /// The rule text.
-        rule: String,
-    },
-    /// The constraint kind is unknown.
-    #[error("unknown olm.constraint kind: {value}")]
-    Unknown {
-        /// The constraint as written.
-        value: String,
-    },
-}
-
 const KEYS: [&str; 6] = ["gvk", "package", "all", "any", "not", "cel"];
 
 #[derive(Deserialize)]
@@ -154,56 +137,6 @@ impl Constraint {
             failure_message: None,
             expr: ConstraintExpr::Gvk(gvk),
         }
-    }
-
-    /// Whether `bundle` satisfies the constraint.
-    pub fn matches(&self, bundle: &Bundle) -> Result<bool, ConstraintError> {
-        self.expr.matches(bundle)
-    }
-}
-
-impl ConstraintExpr {
-    /// Whether `bundle` satisfies the predicate.
-    pub fn matches(&self, bundle: &Bundle) -> Result<bool, ConstraintError> {
-        Ok(match self {
-            ConstraintExpr::Gvk(gvk) => bundle.provided_gvks().any(|g| g == gvk),
-            ConstraintExpr::Package {
-                package_name,
-                version_range,
-            } => bundle.package == *package_name && version_range.matches(&bundle.version),
-            ConstraintExpr::All(children) => {
-                for child in children {
-                    if !child.matches(bundle)? {
-                        return Ok(false);
-                    }
-                }
-                true
-            }
-            ConstraintExpr::Any(children) => {
-                for child in children {
-                    if child.matches(bundle)? {
-                        return Ok(true);
-                    }
-                }
-                false
-            }
-            ConstraintExpr::Not(children) => {
-                for child in children {
-                    if child.matches(bundle)? {
-                        return Ok(false);
-                    }
-                }
-                true
-            }
-            ConstraintExpr::Cel { rule } => {
-                return Err(ConstraintError::CelUnsupported { rule: rule.clone() });
-            }
-            ConstraintExpr::Unknown(value) => {
-                return Err(ConstraintError::Unknown {
-                    value: value.to_string(),
-                });
-            }
-        })
     }
 }
 

@@ -8,10 +8,10 @@ use semver::Version;
 
 use crate::channel::{ChannelError, ChannelGraph};
 use crate::error::ParseError;
+use crate::gvk::Gvk;
 use crate::location::Location;
 use crate::model::{Bundle, Catalog, Channel, DeprecationReference, Package};
 use crate::parse::{parse_dir, parse_files};
-use crate::property::Gvk;
 use crate::range::{VersionRange, compare_precedence};
 
 /// One rule a catalog breaks.

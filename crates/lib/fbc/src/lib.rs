@@ -20,6 +20,8 @@
 mod channel;
 mod constraint;
 mod error;
+mod evaluate;
+mod gvk;
 mod ignore;
 mod index;
 mod location;
@@ -29,8 +31,10 @@ mod property;
 mod range;
 
 pub use channel::{ChannelError, ChannelGraph};
-pub use constraint::{Constraint, ConstraintError, ConstraintExpr, ConstraintParseError};
+pub use constraint::{Constraint, ConstraintExpr, ConstraintParseError};
 pub use error::ParseError;
+pub use evaluate::ConstraintError;
+pub use gvk::Gvk;
 pub use ignore::INDEX_IGNORE;
 pub use index::{CatalogError, CatalogIndex, Deprecation, IndexError, LoadError};
 pub use location::Location;
@@ -41,7 +45,7 @@ pub use model::{
 };
 pub use parse::{parse_dir, parse_files, parse_into};
 pub use property::{
-    CsvMetadata, Gvk, InstallMode, PackageProperty, PackageRequired, Property, PropertyError,
+    CsvMetadata, InstallMode, PackageProperty, PackageRequired, Property, PropertyError,
     TYPE_BUNDLE_OBJECT, TYPE_CONSTRAINT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_GVK_REQUIRED,
     TYPE_MAX_OPENSHIFT_VERSION, TYPE_PACKAGE, TYPE_PACKAGE_REQUIRED,
 };

@@ -7,8 +7,9 @@ use semver::Version;
 use serde_json::Value;
 
 use crate::constraint::Constraint;
+use crate::gvk::Gvk;
 use crate::location::Location;
-use crate::property::{CsvMetadata, Gvk, Property, TYPE_BUNDLE_OBJECT};
+use crate::property::{CsvMetadata, Property, TYPE_BUNDLE_OBJECT};
 
 /// Schema of package blobs.
 pub const SCHEMA_PACKAGE: &str = "olm.package";

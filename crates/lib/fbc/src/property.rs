@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::constraint::{self, Constraint};
+use crate::gvk::Gvk;
 use crate::range::{PrereleasePolicy, RangeError, VersionRange};
 
 /// `olm.package`: the bundle's package and version.
@@ -80,29 +81,6 @@ pub struct PackageProperty {
     pub version: Version,
     /// The optional `release` newer opm versions add; kept as written, not interpreted.
     pub release: Option<String>,
-}
-
-/// A Kubernetes group/version/kind, as `olm.gvk`, `olm.gvk.required` and `olm.constraint`
-/// write it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-pub struct Gvk {
-    /// API group; empty for the core group.
-    #[serde(default)]
-    pub group: String,
-    /// API version, e.g. `v1alpha1`.
-    pub version: String,
-    /// Kind, e.g. `EtcdCluster`.
-    pub kind: String,
-}
-
-impl std::fmt::Display for Gvk {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "group: {}, version: {}, kind: {}",
-            self.group, self.version, self.kind
-        )
-    }
 }
 
 /// The value of `olm.package.required`.

@@ -19,7 +19,8 @@
 //! - [`metrics`]: the reconcile metrics every controller exports;
 //! - [`report`]: errors with their whole cause chain, for conditions and Events;
 //! - [`events`]: publishing Events without failing the reconcile;
-//! - [`watch`]: watch settings (optional label selector).
+//! - [`watch`]: watch settings (optional label selector);
+//! - [`status`]: writing a status (server-side apply of the fields a controller owns).
 
 pub mod admin;
 pub mod cli;
@@ -32,6 +33,7 @@ pub mod report;
 pub mod retry;
 pub mod serve;
 pub mod shutdown;
+pub mod status;
 pub mod telemetry;
 pub mod watch;
 

@@ -1,10 +1,9 @@
 //! The ActiveResolution controller: resolve `spec.constraints` against the served catalogs
 //! and record `status.selections` and the `Resolved` condition.
 //!
-//! Only `selections`, `observedGeneration` and the `Resolved` condition are this
-//! controller's; `entities` and `Activated` belong to the activator. The status is patched
-//! with the resourceVersion it was computed from, so a concurrent activator write is never
-//! overwritten (the patch fails with a conflict and is retried on the new object).
+//! Only `selections`, `deprecations`, `observedGeneration` and the `Resolved` condition are
+//! this controller's; `entities` and `Activated` belong to the activator. Each applies only
+//! its own fields (`kit::status`), so neither overwrites the other's.
 //! When a resolution fails, the previous selections stay: the condition says they are stale,
 //! and the activator must not tear down an installation because a catalog went away.
 
@@ -14,7 +13,6 @@ use std::sync::Arc;
 use deppy_api::conditions::{TYPE_RESOLVED, reasons};
 use deppy_api::{ActiveResolution, ActiveResolutionStatus};
 use futures::{Stream, StreamExt};
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -176,28 +174,31 @@ async fn reconcile_resolution(
             &next.conditions,
         )
         .await;
-        let patch = status_patch(resolution, &next);
-        Api::<ActiveResolution>::all(ctx.client.clone())
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| Error::Kube(name.clone(), source))?;
+        kit::status::apply(
+            &Api::<ActiveResolution>::all(ctx.client.clone()),
+            &name,
+            super::FIELD_MANAGER,
+            &own_fields(&next),
+        )
+        .await
+        .map_err(|source| Error::Kube(name.clone(), source))?;
     }
     Ok(Action::await_change())
 }
 
-/// A merge patch of this controller's fields only, guarded by the resourceVersion they
-/// were computed from (the conditions list is replaced whole and holds the activator's
-/// condition too).
-fn status_patch(resolution: &ActiveResolution, next: &ActiveResolutionStatus) -> serde_json::Value {
-    serde_json::json!({
-        "metadata": { "resourceVersion": resolution.resource_version() },
-        "status": {
-            "selections": next.selections,
-            "deprecations": next.deprecations,
-            "observedGeneration": next.observed_generation,
-            "conditions": next.conditions,
-        }
-    })
+/// This controller's part of the status: everything but the activator's `entities` and
+/// `Activated` condition. Pure.
+fn own_fields(next: &ActiveResolutionStatus) -> ActiveResolutionStatus {
+    ActiveResolutionStatus {
+        entities: Vec::new(),
+        conditions: next
+            .conditions
+            .iter()
+            .filter(|c| c.type_ != deppy_api::conditions::TYPE_ACTIVATED)
+            .cloned()
+            .collect(),
+        ..next.clone()
+    }
 }
 
 /// Resolves the spec against the served catalogs.
@@ -325,6 +326,36 @@ fn to_constraint(constraint: &deppy_api::Constraint) -> Result<Constraint, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_this_controllers_fields_and_condition_are_written() {
+        let condition = |type_: &str| {
+            serde_json::from_value::<deppy_api::Condition>(serde_json::json!({
+                "type": type_, "status": "True", "reason": "R", "message": "",
+                "lastTransitionTime": "2026-11-25T00:00:00Z",
+            }))
+            .unwrap()
+        };
+        let status: ActiveResolutionStatus = serde_json::from_value(serde_json::json!({
+            "selections": ["catalog:memcached-operator:0.2.0:stable"],
+            "entities": [{"package": "memcached-operator", "image": "i"}],
+            "observedGeneration": 3,
+        }))
+        .unwrap();
+        let status = ActiveResolutionStatus {
+            conditions: vec![
+                condition(TYPE_RESOLVED),
+                condition(deppy_api::conditions::TYPE_ACTIVATED),
+            ],
+            ..status
+        };
+        let own = own_fields(&status);
+        assert_eq!(own.selections, status.selections);
+        assert_eq!(own.observed_generation, Some(3));
+        assert!(own.entities.is_empty());
+        let types: Vec<&str> = own.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, [TYPE_RESOLVED]);
+    }
 
     #[test]
     fn structured_constraints_and_expressions_map_to_the_same_constraint() {

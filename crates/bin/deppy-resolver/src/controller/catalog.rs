@@ -16,7 +16,6 @@ use fbc::CatalogIndex;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller, Error as ControllerError};
 use kube::runtime::reflector::Store;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -265,25 +264,18 @@ async fn write_status(
         &next.conditions,
     )
     .await;
-    // Every field spelled out: absent ones must become null, which a merge patch of the
-    // serialised status (skipping `None`s) would not do.
-    let patch = serde_json::json!({ "status": {
-        "resolvedSource": next.resolved_source,
-        "content": next.content,
-        "packages": next.packages,
-        "bundles": next.bundles,
-        "lastPolled": next.last_polled,
-        "observedGeneration": next.observed_generation,
-        "conditions": next.conditions,
-    } });
-    Api::<Catalog>::all(ctx.client.clone())
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| Error::Kube {
-            verb: "update the status of",
-            object: format!("Catalog {name}"),
-            source,
-        })?;
+    kit::status::apply(
+        &Api::<Catalog>::all(ctx.client.clone()),
+        &name,
+        super::FIELD_MANAGER,
+        next,
+    )
+    .await
+    .map_err(|source| Error::Kube {
+        verb: "update the status of",
+        object: format!("Catalog {name}"),
+        source,
+    })?;
     Ok(())
 }
 

@@ -51,6 +51,9 @@ pub struct Settings {
 /// The prefix of every metric of this binary.
 const COMPONENT: &str = "deppy_resolver";
 
+/// The field manager of this binary's status writes and the reporter of its Events.
+const FIELD_MANAGER: &str = "deppy-resolver";
+
 /// Metrics of both controllers: reconcile counts and latency, and the cost of resolutions.
 #[derive(Debug, Clone)]
 pub struct Metrics {
@@ -263,7 +266,7 @@ pub async fn run(
     let ctx = Arc::new(Context {
         store: content::store::Store::new(client.clone(), &settings.system_namespace),
         unpacker: content::Unpacker::new(settings.unpack.clone()),
-        recorder: kit::controller::recorder(client.clone(), "deppy-resolver"),
+        recorder: kit::controller::recorder(client.clone(), FIELD_MANAGER),
         client,
         settings,
         catalogs,

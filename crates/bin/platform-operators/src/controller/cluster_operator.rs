@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
@@ -262,17 +262,9 @@ async fn reconcile(ctx: &Context) -> Result<Outcome, Error> {
     if current.status.as_ref() == Some(&next) {
         return Ok(Outcome::Unchanged);
     }
-    let patch = serde_json::json!({
-        "metadata": { "resourceVersion": current.resource_version() },
-        "status": next,
-    });
-    api.patch_status(
-        AGGREGATED_CLUSTER_OPERATOR,
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map_err(Error::Status)?;
+    kit::status::apply(&api, AGGREGATED_CLUSTER_OPERATOR, super::MANAGER, &next)
+        .await
+        .map_err(Error::Status)?;
     Ok(Outcome::Written)
 }
 

@@ -454,19 +454,14 @@ async fn write_status(
         return Ok(());
     }
     announce(operator, &current, &next, ctx).await;
-    let patch = serde_json::json!({
-        "metadata": { "resourceVersion": operator.resource_version() },
-        "status": {
-            "conditions": next.conditions,
-            "observedGeneration": next.observed_generation,
-            "activeBundleDeployment": next.active_bundle_deployment,
-            "installedBundles": next.installed_bundles,
-        }
-    });
-    Api::<PlatformOperator>::all(ctx.client.clone())
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| Error::Status(name, source))?;
+    kit::status::apply(
+        &Api::<PlatformOperator>::all(ctx.client.clone()),
+        &name,
+        super::MANAGER,
+        &next,
+    )
+    .await
+    .map_err(|source| Error::Status(name, source))?;
     Ok(())
 }
 

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::extract::{ArchiveError, Extractor};
+use crate::archive_error::ArchiveError;
+use crate::extract::Extractor;
 use crate::limits::Limits;
 use crate::paths;
 use crate::source::{ResolvedConfigMap, ResolvedSource, Unpacked};

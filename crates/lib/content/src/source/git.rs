@@ -22,7 +22,8 @@ use gix::protocol::transport::client::blocking_io::http;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 
-use crate::extract::{ArchiveError, Extractor};
+use crate::archive_error::ArchiveError;
+use crate::extract::Extractor;
 use crate::paths;
 use crate::source::{
     BasicAuth, ResolvedSource, SecretDataError, TlsError, TlsOptions, UnpackOptions, Unpacked,

@@ -2,8 +2,9 @@
 
 use futures::StreamExt;
 
+use crate::archive_error::ArchiveError;
 use crate::digest::{Digest, Hasher};
-use crate::extract::{ArchiveError, Extractor};
+use crate::extract::Extractor;
 use crate::limits::LimitError;
 use crate::source::{
     BasicAuth, Denied, DeniedNetworks, ResolvedSource, TlsError, TlsOptions, UnpackOptions,

@@ -20,7 +20,8 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use tokio::io::AsyncWriteExt;
 
-use crate::extract::{ArchiveError, Extractor};
+use crate::archive_error::ArchiveError;
+use crate::extract::Extractor;
 use crate::limits::LimitError;
 use crate::paths;
 use crate::source::cache::ImageCache;

@@ -13,7 +13,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 
 use crate::content::Content;
-use crate::error::Error;
 use crate::limits::Limits;
 
 pub mod cache;
@@ -143,6 +142,9 @@ pub enum Source {
 }
 
 /// Unpacks any [`Source`] with one set of [`UnpackOptions`].
+///
+/// [`Unpacker::unpack`] is defined in the crate's `unpack` module: it returns the
+/// crate-wide [`crate::Error`], which wraps this module's errors.
 #[derive(Debug, Clone, Default)]
 pub struct Unpacker {
     options: UnpackOptions,
@@ -157,28 +159,6 @@ impl Unpacker {
     /// The options in use.
     pub fn options(&self) -> &UnpackOptions {
         &self.options
-    }
-
-    /// Fetches and normalises `source`. A source whose host is in a denied network is
-    /// refused before any connection.
-    pub async fn unpack(&self, source: &Source) -> Result<Unpacked, Error> {
-        let host = match source {
-            Source::Image(image) => Some(egress::image_host(&image.reference)),
-            Source::Git(git) => egress::url_host(&git.repository),
-            Source::Http(http) => egress::url_host(&http.url),
-            Source::ConfigMaps(_) => None,
-        };
-        if let Some((host, port)) = host {
-            self.options.denied_networks.check_host(&host, port).await?;
-        }
-        Ok(match source {
-            Source::Image(image) => image::unpack(image, &self.options).await?,
-            Source::Git(git) => git::unpack(git, &self.options).await?,
-            Source::Http(http) => http::unpack(http, &self.options).await?,
-            Source::ConfigMaps(config_maps) => {
-                configmap::unpack(config_maps, &self.options.limits)?
-            }
-        })
     }
 }
 

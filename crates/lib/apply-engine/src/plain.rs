@@ -1,8 +1,38 @@
 //! The plain+v0 bundle format: a flat `manifests/` directory of YAML or JSON files, each
-//! holding one or more objects, at least one object in all.
+//! holding one or more objects, at least one object in all. The engine's own format: the
+//! objects are applied as they are (`plain-provisioner` is this format and the engine's
+//! `run`; other formats, such as registry+v1, convert into such objects).
 
-use apply_engine::manifest::{ManifestError, parse_documents};
 use kube::api::DynamicObject;
+use rukpak_api::BundleDeployment;
+
+use crate::controller::BundleFormat;
+use crate::manifest::{ManifestError, parse_documents};
+
+/// The provisioner id of plain+v0 bundles.
+pub const PROVISIONER_ID: &str = rukpak_api::PLAIN_PROVISIONER_CLASS;
+
+/// The plain+v0 format: the bundle's objects are applied as they are.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlainFormat;
+
+impl BundleFormat for PlainFormat {
+    fn provisioner_id(&self) -> &'static str {
+        PROVISIONER_ID
+    }
+
+    fn objects(
+        &self,
+        files: &content::FileMap,
+        _: &BundleDeployment,
+    ) -> Result<Vec<DynamicObject>, String> {
+        objects(
+            files.iter().map(|(path, bytes)| (path, bytes.as_ref())),
+            files.dirs(),
+        )
+        .map_err(|err| err.to_string())
+    }
+}
 
 /// The directory that holds a plain bundle's manifests.
 pub const MANIFESTS_DIR: &str = "manifests";

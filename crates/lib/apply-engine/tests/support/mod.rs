@@ -1,4 +1,4 @@
-//! What the plain provisioner's cluster tests share: playing rukpak-core (a Bundle with
+//! What the apply engine's cluster tests share (run with the plain format): playing rukpak-core (a Bundle with
 //! stored content, marked unpacked) and waiting for conditions.
 
 // Each test binary uses its own subset of these helpers.
@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use apply_engine::controller::{self, Context, Settings};
 use apply_engine::drift::DriftWatches;
+use apply_engine::plain::PlainFormat;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use plain_provisioner::PlainFormat;
 use rukpak_api::{Bundle, BundleDeployment, ServiceAccountRef, bundle_name, template_hash};
 use serde_json::json;
 use testkit::{unique_name, wait_for};
