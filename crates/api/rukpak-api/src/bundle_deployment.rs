@@ -73,6 +73,26 @@ pub struct BundleDeploymentSpec {
     /// no controller owner; `None` adopts anything.
     #[serde(default)]
     pub collision_protection: CollisionProtection,
+
+    /// What deleting the BundleDeployment does to the objects it installed: `Delete`
+    /// (default) removes them, except CRDs that still hold custom resources and namespaces
+    /// holding objects it did not create; `Orphan` leaves every object in place and removes
+    /// only the ownership labels, so another BundleDeployment (or a person) can take them
+    /// over.
+    #[serde(default)]
+    pub deletion_policy: DeletionPolicy,
+}
+
+/// What deleting a BundleDeployment does to the objects it installed.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+pub enum DeletionPolicy {
+    /// Remove them (keeping CRDs with custom resources and namespaces with foreign objects).
+    #[default]
+    Delete,
+    /// Leave them in place without ownership labels.
+    Orphan,
 }
 
 /// The Bundle a BundleDeployment installs.
@@ -184,6 +204,12 @@ pub struct BundleDeploymentStatus {
     /// removed on deletion.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inventory: Vec<InventoryEntry>,
+
+    /// Optional objects of the active Bundle (annotated `core.rukpak.io/optional: "true"`)
+    /// that were not applied because the cluster does not serve their kind; each is applied
+    /// once a CRD of its group appears.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<InventoryEntry>,
 
     /// The generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -20,7 +20,7 @@ pub use bundle::{
 };
 pub use bundle_deployment::{
     BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus, BundleTemplate,
-    CollisionProtection, InventoryEntry, ServiceAccountRef, TemplateMetadata,
+    CollisionProtection, DeletionPolicy, InventoryEntry, ServiceAccountRef, TemplateMetadata,
 };
 pub use provisioner_class::{
     ApplyIdentity, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,

@@ -24,9 +24,9 @@ use platform_api::{
 use rukpak_api::{
     Bundle, BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus, BundlePhase,
     BundleSource, BundleSpec, BundleStatus, BundleTemplate, CollisionProtection, ConfigMapRef,
-    ConfigMapSource, ContentRef, GitAuth, GitRef, GitSource, HttpAuth, HttpSource, ImageSource,
-    InventoryEntry, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus, SecretRef,
-    ServiceAccountRef, SourceType, TemplateMetadata, UploadSource,
+    ConfigMapSource, ContentRef, DeletionPolicy, GitAuth, GitRef, GitSource, HttpAuth, HttpSource,
+    ImageSource, InventoryEntry, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,
+    SecretRef, ServiceAccountRef, SourceType, TemplateMetadata, UploadSource,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -250,6 +250,7 @@ async fn a_bundle_deployment_round_trips() {
                 name: "installer".into(),
             }),
             collision_protection: CollisionProtection::IfNoController,
+            deletion_policy: DeletionPolicy::Orphan,
         },
     );
     let status = BundleDeploymentStatus {
@@ -270,6 +271,13 @@ async fn a_bundle_deployment_round_trips() {
                 name: "etcd-operator".into(),
             },
         ],
+        skipped: vec![InventoryEntry {
+            group: "monitoring.coreos.com".into(),
+            version: "v1".into(),
+            kind: "ServiceMonitor".into(),
+            namespace: Some("etcd-system".into()),
+            name: "etcd-operator".into(),
+        }],
         observed_generation: Some(1),
         conditions: vec![
             condition("HasValidBundle", "True", "UnpackSuccessful"),

@@ -10,8 +10,8 @@ use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use rukpak_api::{
     BundleDeployment, BundleDeploymentSpec, BundleSource, BundleSpec, BundleTemplate,
-    CollisionProtection, ConfigMapRef, ConfigMapSource, PLAIN_PROVISIONER_CLASS, SourceType,
-    TemplateMetadata,
+    CollisionProtection, ConfigMapRef, ConfigMapSource, DeletionPolicy, PLAIN_PROVISIONER_CLASS,
+    SourceType, TemplateMetadata,
 };
 
 use crate::names;
@@ -224,6 +224,7 @@ pub fn wrapper(
             paused: None,
             service_account: None,
             collision_protection: CollisionProtection::Prevent,
+            deletion_policy: DeletionPolicy::Delete,
         },
         status: None,
     })

@@ -22,6 +22,11 @@ use crate::phase::{ApplyStep, Phase, phase_of, sort_for_apply};
 use crate::prune::{PRUNE_ANNOTATION, PRUNE_DISABLED, stale};
 use crate::subset::{as_stored, is_subset};
 
+/// On an object: apply it only where the cluster serves its kind (e.g. a ServiceMonitor
+/// where Prometheus is installed); elsewhere it is skipped, reported in status, and applied
+/// once a CRD of its group appears.
+pub const OPTIONAL_ANNOTATION: &str = "core.rukpak.io/optional";
+
 /// How long to wait for a CRD of the bundle to become Established.
 const CRD_ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one apply waits for the servers behind its webhooks and API services before
@@ -160,6 +165,8 @@ pub struct ApplyReport {
     /// Objects that left the bundle but were kept, with the reason (opt-out annotation, a
     /// CRD that still has custom resources).
     pub kept: Vec<(ObjectKey, String)>,
+    /// Optional objects not applied because the cluster does not serve their kind.
+    pub skipped: Vec<ObjectKey>,
 }
 
 /// What deleting a BundleDeployment's objects did.
@@ -323,7 +330,7 @@ impl Applier {
         self.report(ApplyStep::Checking {
             objects: request.objects.len(),
         });
-        let (ready, deferred) = self.resolve_objects(&request).await?;
+        let (ready, deferred, mut skipped) = self.resolve_objects(&request).await?;
         let live = self.read_live(&ready).await?;
         let plan = preflight(&request.owner, request.collision_protection, ready, &live)?;
 
@@ -343,7 +350,8 @@ impl Applier {
         self.write_foundations(&plan, &live, &params, &mut report)
             .await?;
         // Custom resources of the bundle's own CRDs resolve now that those are served.
-        let late = self.resolve_deferred(&request, deferred).await?;
+        let (late, late_skipped) = self.resolve_deferred(&request, deferred).await?;
+        skipped.extend(late_skipped);
         for item in plan
             .rest
             .iter()
@@ -388,22 +396,27 @@ impl Applier {
         report.inventory = applied.iter().map(InventoryEntry::from).collect();
         self.prune_where(&request, &applied, &mut report, |_| true)
             .await?;
+        sort_for_apply(&mut skipped, |k| k);
+        report.skipped = skipped;
         Ok(report)
     }
 
     /// Resolves every object whose kind is served; the rest (returned second) must be
-    /// custom resources of a CRD in this bundle and wait for it.
+    /// custom resources of a CRD in this bundle and wait for it, or optional (returned
+    /// third: skipped).
     async fn resolve_objects(
         &self,
         request: &ApplyRequest,
-    ) -> Result<(Vec<Resolved>, Vec<DynamicObject>), ApplyError> {
+    ) -> Result<(Vec<Resolved>, Vec<DynamicObject>, Vec<ObjectKey>), ApplyError> {
         let mut seen = HashMap::new();
         let bundle_crds: Vec<(String, String)> =
             request.objects.iter().filter_map(crd_group_kind).collect();
         let mut ready = Vec::new();
         let mut deferred = Vec::new();
+        let mut skipped = Vec::new();
         for object in request.objects.clone() {
             let key = ObjectKey::of(&object);
+            let optional = is_optional(&object);
             match self.resolve(request, object.clone(), &mut seen).await? {
                 Some(resolved) => ready.push(resolved),
                 None if bundle_crds
@@ -412,6 +425,7 @@ impl Applier {
                 {
                     deferred.push(object)
                 }
+                None if optional => skipped.push(with_default_namespace(key, request)),
                 None => {
                     return Err(ApplyError::UnknownKind {
                         api_version: key.api_version(),
@@ -420,7 +434,7 @@ impl Applier {
                 }
             }
         }
-        Ok((ready, deferred))
+        Ok((ready, deferred, skipped))
     }
 
     /// Resolves the objects [`Self::resolve_objects`] deferred, once the bundle's CRDs are
@@ -429,13 +443,16 @@ impl Applier {
         &self,
         request: &ApplyRequest,
         deferred: Vec<DynamicObject>,
-    ) -> Result<Vec<Resolved>, ApplyError> {
+    ) -> Result<(Vec<Resolved>, Vec<ObjectKey>), ApplyError> {
         let mut seen = HashMap::new();
         let mut late = Vec::new();
+        let mut skipped = Vec::new();
         for object in deferred {
             let key = ObjectKey::of(&object);
+            let optional = is_optional(&object);
             match self.resolve(request, object, &mut seen).await? {
                 Some(resolved) => late.push(resolved),
+                None if optional => skipped.push(with_default_namespace(key, request)),
                 None => {
                     return Err(ApplyError::UnknownKind {
                         api_version: key.api_version(),
@@ -444,7 +461,7 @@ impl Applier {
                 }
             }
         }
-        Ok(late)
+        Ok((late, skipped))
     }
 
     /// The live copy of every object that exists.
@@ -788,6 +805,40 @@ impl Applier {
         }
     }
 
+    /// Leaves every object of `inventory` that `owner` still manages in place, removing
+    /// only the ownership labels (`deletionPolicy: Orphan`); returns what it released.
+    pub async fn release_all(
+        &self,
+        owner: &str,
+        inventory: &[InventoryEntry],
+    ) -> Result<Vec<ObjectKey>, ApplyError> {
+        let mut released = Vec::new();
+        for key in inventory.iter().map(ObjectKey::from) {
+            let Some((resource, capabilities)) = self.discover(&key).await? else {
+                continue;
+            };
+            let namespace = match capabilities.scope {
+                Scope::Namespaced => key.namespace.as_deref(),
+                Scope::Cluster => None,
+            };
+            let live = self
+                .api(&resource, namespace)
+                .get_opt(&key.name)
+                .await
+                .map_err(|source| ApplyError::Read {
+                    object: key.clone(),
+                    source,
+                })?;
+            if live.is_some_and(|l| {
+                owning_bundle_deployment(l.metadata.labels.as_ref()) == Some(owner)
+            }) {
+                self.release(&key).await?;
+                released.push(key);
+            }
+        }
+        Ok(released)
+    }
+
     /// Removes the owner labels from an object that is left behind.
     async fn release(&self, key: &ObjectKey) -> Result<(), ApplyError> {
         let Some((resource, _)) = self.discover(key).await? else {
@@ -1034,6 +1085,25 @@ enum Removal {
     Deleted,
     Kept(String),
     Gone,
+}
+
+/// Whether an object is marked [`OPTIONAL_ANNOTATION`]. Pure.
+fn is_optional(object: &DynamicObject) -> bool {
+    object
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(OPTIONAL_ANNOTATION))
+        .is_some_and(|v| v == "true")
+}
+
+/// The key of an object whose kind is unknown (so its scope is too): an object naming no
+/// namespace is reported in the install namespace, where it would land if namespaced.
+fn with_default_namespace(mut key: ObjectKey, request: &ApplyRequest) -> ObjectKey {
+    if key.namespace.is_none() {
+        key.namespace = request.install_namespace.clone();
+    }
+    key
 }
 
 /// The Services (namespace, name) that webhook configurations and APIServices call. Pure.

@@ -7,18 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::DynamicObject;
-use kube::api::{Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use rukpak_api::conditions::{TYPE_UNPACKED, reasons::UNPACK_FAILED};
 use rukpak_api::labels::OWNER_NAME;
 use rukpak_api::{
-    Bundle, BundleDeployment, BundleDeploymentStatus, BundlePhase, ProvisionerClass, bundle_name,
-    template_hash,
+    Bundle, BundleDeployment, BundleDeploymentStatus, BundlePhase, DeletionPolicy, InventoryEntry,
+    ProvisionerClass, bundle_name, template_hash,
 };
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
@@ -123,6 +124,8 @@ pub struct Context<F> {
     backoff: Backoff,
     kinds: Arc<KindCache>,
     clients: SharedClients,
+    /// The field manager of this provisioner's status writes (and its Events' reporter).
+    field_manager: String,
 }
 
 /// A failed reconcile.
@@ -185,6 +188,7 @@ impl<F: BundleFormat> Context<F> {
                 client.clone(),
                 &format!("{}-provisioner", format.provisioner_id()),
             ),
+            field_manager: format!("{}-provisioner", format.provisioner_id()),
             client,
             config,
             format,
@@ -261,10 +265,24 @@ pub async fn run<F: BundleFormat>(
         kit::watch::on_spec_changes(deployments, config, readiness, "watch:bundledeployments")
             .with_config(
                 kube::runtime::controller::Config::default().concurrency(ctx.settings.concurrency),
-            )
-            .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
-            .reconcile_on(ReceiverStream::new(requests))
-            .graceful_shutdown_on(shutdown.cancelled_owned());
+            );
+    // A CRD appearing (or becoming Established) may serve a kind an optional object waits
+    // for: reconcile the BundleDeployments that skipped one of its group. Metadata only: the
+    // group is in the CRD's name, and whole CRDs can be megabytes each.
+    let store = controller.store();
+    let crds = watcher(
+        Api::<PartialObjectMeta<CustomResourceDefinition>>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
+    let controller = controller
+        .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
+        .watches_stream(crds, move |crd| {
+            waiting_for_group(&store.state(), crd_group(&crd.name_any()))
+        })
+        .reconcile_on(ReceiverStream::new(requests))
+        .graceful_shutdown_on(shutdown.cancelled_owned());
     controller
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -273,6 +291,27 @@ pub async fn run<F: BundleFormat>(
             }
         })
         .await;
+}
+
+/// The API group a CRD defines: its name is `<plural>.<group>`. Pure.
+fn crd_group(name: &str) -> &str {
+    name.split_once('.').map_or("", |(_, group)| group)
+}
+
+/// The BundleDeployments that skipped an optional object of `group`. Pure.
+fn waiting_for_group(
+    deployments: &[Arc<BundleDeployment>],
+    group: &str,
+) -> Vec<kube::runtime::reflector::ObjectRef<BundleDeployment>> {
+    deployments
+        .iter()
+        .filter(|d| {
+            d.status
+                .as_ref()
+                .is_some_and(|s| s.skipped.iter().any(|e| e.group == group))
+        })
+        .map(|d| kube::runtime::reflector::ObjectRef::from_obj(d.as_ref()))
+        .collect()
 }
 
 fn error_policy<F: BundleFormat>(
@@ -369,15 +408,18 @@ async fn apply<F: BundleFormat>(
     );
     if next != *in_flight.as_ref().unwrap_or(&current) {
         announce(deployment, ctx, &current, &next).await;
-        let patch = serde_json::json!({ "status": next });
-        Api::<BundleDeployment>::all(ctx.client.clone())
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| Error::Kube {
-                verb: "update the status of",
-                object: format!("BundleDeployment {name}"),
-                source,
-            })?;
+        kit::status::apply(
+            &Api::<BundleDeployment>::all(ctx.client.clone()),
+            &name,
+            &ctx.field_manager,
+            &next,
+        )
+        .await
+        .map_err(|source| Error::Kube {
+            verb: "update the status of",
+            object: format!("BundleDeployment {name}"),
+            source,
+        })?;
     }
     if !matches!(outcome, Outcome::ApplyFailed { .. }) {
         ctx.backoff.reset(&name);
@@ -425,7 +467,7 @@ async fn install<F: BundleFormat>(
     };
     let content_ref = match unpacked_content(&bundle, found.status.as_ref()) {
         Ok(content_ref) => content_ref,
-        Err(outcome) => return Ok(outcome),
+        Err(outcome) => return Ok(*outcome),
     };
     let files = match load(ctx, &content_ref).await {
         Ok(files) => files,
@@ -492,6 +534,25 @@ async fn install<F: BundleFormat>(
     };
     let warnings = warnings.take();
     announce_apply(ctx, deployment, &warnings, &report.kept).await;
+    let skipped: Vec<InventoryEntry> = report.skipped.iter().map(InventoryEntry::from).collect();
+    if skipped != current.skipped && !skipped.is_empty() {
+        ctx.event(
+            deployment,
+            false,
+            "OptionalSkipped",
+            format!(
+                "skipped {} optional object(s) whose kind the cluster does not serve: {}",
+                skipped.len(),
+                report
+                    .skipped
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .await;
+    }
     for (reason, warning, message) in &certificates.changes {
         ctx.event(deployment, *warning, reason, message.clone())
             .await;
@@ -509,6 +570,7 @@ async fn install<F: BundleFormat>(
             .iter()
             .map(|(key, reason)| format!("{key}: {reason}"))
             .collect(),
+        skipped: report.skipped.iter().map(InventoryEntry::from).collect(),
     })
 }
 
@@ -517,19 +579,21 @@ async fn install<F: BundleFormat>(
 fn unpacked_content(
     bundle: &str,
     status: Option<&rukpak_api::BundleStatus>,
-) -> Result<rukpak_api::ContentRef, Outcome> {
+) -> Result<rukpak_api::ContentRef, Box<Outcome>> {
     let status = status.cloned().unwrap_or_default();
     let unpacked = kit::conditions::find(&status.conditions, TYPE_UNPACKED);
     status
         .content
         .clone()
         .filter(|_| status.phase == Some(BundlePhase::Unpacked))
-        .ok_or_else(|| Outcome::BundleNotUnpacked {
-            failed: unpacked.is_some_and(|c| c.reason == UNPACK_FAILED),
-            message: unpacked
-                .map(|c| c.message.clone())
-                .unwrap_or_else(|| "unpacking has not started".to_owned()),
-            bundle: bundle.to_owned(),
+        .ok_or_else(|| {
+            Box::new(Outcome::BundleNotUnpacked {
+                failed: unpacked.is_some_and(|c| c.reason == UNPACK_FAILED),
+                message: unpacked
+                    .map(|c| c.message.clone())
+                    .unwrap_or_else(|| "unpacking has not started".to_owned()),
+                bundle: bundle.to_owned(),
+            })
         })
 }
 
@@ -635,10 +699,13 @@ async fn apply_showing_progress<F: BundleFormat>(
             continue;
         }
         let name = deployment.name_any();
-        let patch = serde_json::json!({ "status": next });
-        match Api::<BundleDeployment>::all(ctx.client.clone())
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
+        match kit::status::apply(
+            &Api::<BundleDeployment>::all(ctx.client.clone()),
+            &name,
+            &ctx.field_manager,
+            &next,
+        )
+        .await
         {
             Ok(_) => *in_flight = Some(next),
             Err(err) => {
@@ -736,7 +803,28 @@ async fn cleanup<F: BundleFormat>(
     let inventory = deployment.status.clone().unwrap_or_default().inventory;
     // Deletion uses the provisioner's identity: a ServiceAccount that lost its rights must
     // not strand objects.
-    let report = Applier::new(ctx.client.clone(), ctx.kinds.clone())
+    let applier = Applier::new(ctx.client.clone(), ctx.kinds.clone());
+    if deployment.spec.deletion_policy == DeletionPolicy::Orphan {
+        let released = applier
+            .release_all(&name, &inventory)
+            .await
+            .map_err(|err| Error::Cleanup(name.clone(), Box::new(err)))?;
+        if !released.is_empty() {
+            ctx.event(
+                deployment,
+                false,
+                "Orphaned",
+                format!(
+                    "deletionPolicy is Orphan: left {} object(s) in place without ownership labels",
+                    released.len()
+                ),
+            )
+            .await;
+        }
+        ctx.backoff.reset(&name);
+        return Ok(Action::await_change());
+    }
+    let report = applier
         .delete_all(&name, &inventory)
         .await
         .map_err(|err| Error::Cleanup(name.clone(), Box::new(err)))?;
@@ -759,6 +847,39 @@ pub use kit::error_chain;
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_crd_wakes_the_deployments_that_skipped_a_kind_of_its_group() {
+        let deployment = |name: &str, skipped_group: Option<&str>| {
+            let mut value = serde_json::json!({
+                "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+                "metadata": {"name": name},
+                "spec": {"provisionerClassName": "p", "template": {"spec": {
+                    "provisionerClassName": "p", "source": {"type": "image", "image": {"ref": "r"}}}}},
+            });
+            if let Some(group) = skipped_group {
+                value["status"] = serde_json::json!({"skipped": [{"group": group, "version": "v1",
+                    "kind": "ServiceMonitor", "namespace": "ns", "name": "m"}]});
+            }
+            Arc::new(serde_json::from_value::<BundleDeployment>(value).unwrap())
+        };
+        let all = vec![
+            deployment("monitored", Some("monitoring.coreos.com")),
+            deployment("plain", None),
+            deployment("other", Some("example.com")),
+        ];
+        assert_eq!(
+            crd_group("servicemonitors.monitoring.coreos.com"),
+            "monitoring.coreos.com"
+        );
+        let woken: Vec<String> =
+            waiting_for_group(&all, crd_group("servicemonitors.monitoring.coreos.com"))
+                .into_iter()
+                .map(|r| r.name)
+                .collect();
+        assert_eq!(woken, ["monitored"]);
+        assert!(waiting_for_group(&all, crd_group("widgets.unrelated.io")).is_empty());
+    }
+
     fn status(value: serde_json::Value) -> rukpak_api::BundleStatus {
         serde_json::from_value(value).unwrap()
     }
@@ -777,7 +898,7 @@ mod tests {
                 "message": "refused to connect", "lastTransitionTime": "2026-01-01T00:00:00Z" }]
         }));
         assert_eq!(
-            unpacked_content("b", Some(&failing)).unwrap_err(),
+            *unpacked_content("b", Some(&failing)).unwrap_err(),
             Outcome::BundleNotUnpacked {
                 bundle: "b".into(),
                 failed: true,
@@ -785,7 +906,7 @@ mod tests {
             }
         );
         assert_eq!(
-            unpacked_content("b", None).unwrap_err(),
+            *unpacked_content("b", None).unwrap_err(),
             Outcome::BundleNotUnpacked {
                 bundle: "b".into(),
                 failed: false,

@@ -69,6 +69,8 @@ pub enum Outcome {
         warnings: Vec<String>,
         /// Objects that left the bundle but were kept, with the reason.
         kept: Vec<String>,
+        /// Optional objects skipped because the cluster does not serve their kind.
+        skipped: Vec<InventoryEntry>,
     },
     /// `spec.paused`: nothing was written.
     Paused,
@@ -226,6 +228,7 @@ pub fn next_status(
             health_message,
             warnings,
             kept,
+            skipped,
         } => {
             set(
                 TYPE_HAS_VALID_BUNDLE,
@@ -237,6 +240,19 @@ pub fn next_status(
             if !kept.is_empty() {
                 message.push_str("; not pruned: ");
                 message.push_str(&kept.join("; "));
+            }
+            if !skipped.is_empty() {
+                message.push_str(&format!(
+                    "; optional object{} skipped because the cluster does not serve {}: {} (applied once a CRD of {} appears)",
+                    if skipped.len() == 1 { "" } else { "s" },
+                    if skipped.len() == 1 { "its kind" } else { "their kinds" },
+                    skipped
+                        .iter()
+                        .map(|e| crate::object::ObjectKey::from(e).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if skipped.len() == 1 { "its group" } else { "their groups" },
+                ));
             }
             if !warnings.is_empty() {
                 message.push_str("; the API server warned: ");
@@ -274,6 +290,7 @@ pub fn next_status(
             }
             next.active_bundle = Some(bundle.clone());
             next.inventory = inventory.clone();
+            next.skipped = skipped.clone();
         }
         Outcome::Paused => {
             let previous = kit::conditions::find(&current.conditions, TYPE_INSTALLED)
@@ -341,6 +358,7 @@ mod tests {
             },
             warnings: Vec::new(),
             kept: Vec::new(),
+            skipped: Vec::new(),
         }
     }
 

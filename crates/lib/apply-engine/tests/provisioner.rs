@@ -890,3 +890,149 @@ async fn a_failing_apply_is_retried_on_the_backoff_schedule_not_in_a_loop() {
     );
     ns.delete().await;
 }
+
+/// An optional object of a kind the cluster does not serve (a "ServiceMonitor where
+/// Prometheus is installed") is skipped and listed in status, the rest installs; once a CRD
+/// of its group appears, the object is applied without any change to the BundleDeployment.
+#[tokio::test]
+async fn an_optional_object_is_skipped_until_its_kind_is_served_then_applied() {
+    let client = setup().await;
+    let name = unique_name("optional");
+    let ns = unique_name("ns");
+    let group = format!("{}.example.com", unique_name("mon"));
+    let widget = |optional: bool| {
+        format!(
+            "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: monitor\n  namespace: {ns}\n  annotations:\n    core.rukpak.io/optional: \"{optional}\"\nspec:\n  interval: 30s\n"
+        )
+    };
+    let manifests = [
+        ("00-namespace.yaml", namespace(&ns)),
+        ("config.yaml", configmap(&ns, "settings", "v1")),
+        ("monitor.yaml", widget(true)),
+    ];
+    deploy(&client, &deployment(&name, "v1", json!({})), &manifests).await;
+    let message = wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    assert!(
+        message.contains(&format!(
+            "optional object skipped because the cluster does not serve its kind: Widget.{group} {ns}/monitor"
+        )),
+        "{message}"
+    );
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    let status = deployments.get(&name).await.unwrap().status.unwrap();
+    assert_eq!(status.skipped.len(), 1);
+    assert_eq!(status.skipped[0].group, group);
+    assert!(status.inventory.iter().any(|e| e.name == "settings"));
+
+    // The kind appears (an administrator installs the CRD): the object follows.
+    testkit::apply_manifests(&client, &crd(&group)).await;
+    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &kube::api::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+            &group, "v1", "Widget",
+        )),
+    );
+    // Well within the provisioner's 30 s resync: only the CRD watch can have woken it.
+    wait_for(
+        "the optional Widget to be applied",
+        Duration::from_secs(15),
+        || async {
+            match widgets.get_opt("monitor").await {
+                Ok(Some(_)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    wait_for("status to stop listing it", TIMEOUT, || async {
+        let status = deployments
+            .get(&name)
+            .await
+            .map_err(|e| e.to_string())?
+            .status;
+        match status {
+            Some(s) if s.skipped.is_empty() && s.inventory.iter().any(|e| e.name == "monitor") => {
+                Ok(())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // Without the annotation, a kind nobody serves still fails the install, saying so.
+    let other = unique_name("required");
+    let missing = format!("{}.example.com", unique_name("none"));
+    let manifests = [(
+        "thing.yaml",
+        format!("apiVersion: {missing}/v1\nkind: Thing\nmetadata:\n  name: t\n  namespace: {ns}\n"),
+    )];
+    deploy(&client, &deployment(&other, "v1", json!({})), &manifests).await;
+    let message = wait_condition(&client, &other, TYPE_INSTALLED, "False").await;
+    assert!(
+        message.contains(&format!(
+            "failed to find kind Thing in API group version {missing}/v1"
+        )),
+        "{message}"
+    );
+    testkit::delete_and_wait(&deployments, &other, TIMEOUT).await;
+    testkit::delete_and_wait(&deployments, &name, TIMEOUT).await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    // The CRD came from the administrator, not the bundle: it stays.
+    assert!(
+        crds.get_opt(&format!("widgets.{group}"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let _ = crds
+        .delete(&format!("widgets.{group}"), &DeleteParams::default())
+        .await;
+}
+
+/// `deletionPolicy: Orphan` leaves every object in place and only drops the ownership
+/// labels, so nothing the tenant relies on disappears with the BundleDeployment.
+#[tokio::test]
+async fn orphan_deletion_leaves_every_object_without_ownership_labels() {
+    let client = setup().await;
+    let name = unique_name("orphan");
+    let ns = unique_name("ns");
+    let manifests = [
+        ("00-namespace.yaml", namespace(&ns)),
+        ("config.yaml", configmap(&ns, "settings", "v1")),
+        ("operator.yaml", deployment_manifest(&ns, "operator")),
+    ];
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({"deletionPolicy": "Orphan"})),
+        &manifests,
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_INSTALLED, "True").await;
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    testkit::delete_and_wait(&deployments, &name, TIMEOUT).await;
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let settings = config_maps.get("settings").await.unwrap();
+    assert!(settings.metadata.deletion_timestamp.is_none());
+    assert!(
+        !settings.labels().contains_key("core.rukpak.io/owner-name"),
+        "{:?}",
+        settings.labels()
+    );
+    let operator = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), &ns)
+        .get("operator")
+        .await
+        .unwrap();
+    assert!(!operator.labels().contains_key("core.rukpak.io/owner-name"));
+    let namespace = Api::<Namespace>::all(client.clone())
+        .get(&ns)
+        .await
+        .unwrap();
+    assert!(namespace.metadata.deletion_timestamp.is_none());
+    assert!(!namespace.labels().contains_key("core.rukpak.io/owner-name"));
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(&ns, &DeleteParams::default())
+        .await;
+}

@@ -16,7 +16,8 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 use rukpak_api::{
     BundleDeployment, BundleDeploymentSpec, BundleSource, BundleSpec, BundleTemplate,
-    CollisionProtection, ImageSource, REGISTRY_PROVISIONER_CLASS, SourceType, TemplateMetadata,
+    CollisionProtection, DeletionPolicy, ImageSource, REGISTRY_PROVISIONER_CLASS, SourceType,
+    TemplateMetadata,
 };
 
 use super::{ActivatorClass, ClassError, Entity};
@@ -146,6 +147,7 @@ impl ActivatorClass for PlatformOperatorClass {
                 // because it held custom resources, so reinstalling the operator works;
                 // objects another BundleDeployment manages are still refused.
                 collision_protection: CollisionProtection::IfNoController,
+                deletion_policy: DeletionPolicy::Delete,
             },
             status: None,
         }])
