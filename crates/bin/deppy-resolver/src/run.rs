@@ -30,6 +30,11 @@ pub(crate) struct RunArgs {
     #[arg(long, env = "POLL_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     poll_interval: Duration,
 
+    /// How often content no Catalog references is swept from the content store: a pass
+    /// marks it, a later pass deletes what is still unreferenced (e.g. `10m`).
+    #[arg(long, env = "CONTENT_SWEEP_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
+    content_sweep_interval: Duration,
+
     /// Only handle Catalogs and ActiveResolutions matching this label selector (for
     /// sharding, or several instances on one cluster).
     #[arg(long, env = "WATCH_SELECTOR")]
@@ -71,6 +76,7 @@ impl RunArgs {
                 ..content::UnpackOptions::default()
             },
             selector: self.watch_selector.clone(),
+            content_sweep_interval: self.content_sweep_interval,
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(

@@ -53,6 +53,7 @@ async fn setup() -> Client {
                     default_poll_interval: Duration::from_secs(600),
                     unpack: content::UnpackOptions::default(),
                     selector: None,
+                    content_sweep_interval: Duration::from_secs(600),
                 };
                 controller::run(
                     client,
@@ -666,6 +667,7 @@ async fn a_restarted_controller_serves_a_catalog_from_the_content_store_without_
                 default_poll_interval: Duration::from_secs(600),
                 unpack: content::UnpackOptions::default(),
                 selector: None,
+                content_sweep_interval: Duration::from_secs(600),
             };
             controller::run(
                 client,

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
@@ -91,6 +90,7 @@ pub struct Context {
     unpacks: UnpackMetrics,
     backoff: Backoff,
     selector: Option<String>,
+    sweep_interval: Duration,
 }
 
 impl Context {
@@ -114,8 +114,49 @@ impl Context {
             reconciles,
             unpacks,
             backoff: Backoff::default(),
+            sweep_interval: DEFAULT_SWEEP_INTERVAL,
         }
     }
+
+    /// Sweeps content no Bundle references every `interval` (see
+    /// [`content::store::Store::sweep`]) instead of every [`DEFAULT_SWEEP_INTERVAL`].
+    pub fn with_sweep_interval(mut self, interval: Duration) -> Self {
+        self.sweep_interval = interval;
+        self
+    }
+}
+
+/// How often content no Bundle references is swept (marked, then deleted a pass later).
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(600);
+
+/// The content digests every Bundle of the cluster references: its unpacked content and an
+/// upload waiting to be unpacked. All Bundles, not only this instance's shard: content is
+/// shared by digest, and a shard must not sweep what another one uses.
+async fn referenced_content(client: Client) -> Result<std::collections::BTreeSet<String>, String> {
+    let bundles = Api::<Bundle>::all(client)
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(|err| error_chain(&err))?;
+    Ok(referenced_by(&bundles.items))
+}
+
+/// The content digests `bundles` reference. Pure.
+fn referenced_by(bundles: &[Bundle]) -> std::collections::BTreeSet<String> {
+    bundles
+        .iter()
+        .flat_map(|bundle| {
+            let unpacked = bundle
+                .status
+                .as_ref()
+                .and_then(|s| s.content.as_ref())
+                .map(|c| c.digest.clone());
+            let uploaded = bundle
+                .annotations()
+                .get(crate::UPLOADED_DIGEST_ANNOTATION)
+                .cloned();
+            unpacked.into_iter().chain(uploaded)
+        })
+        .collect()
 }
 
 /// A failed Bundle reconcile (status could not be written).
@@ -191,15 +232,21 @@ pub async fn run(
             .touched_objects(),
             config_maps,
         )
-        .graceful_shutdown_on(shutdown.cancelled_owned());
-    controller
-        .run(reconcile, error_policy, ctx)
+        .graceful_shutdown_on(shutdown.clone().cancelled_owned());
+    let sweep = ctx.store.sweep_every(
+        BUNDLE_USER,
+        ctx.sweep_interval,
+        || referenced_content(ctx.client.clone()),
+        shutdown.cancelled_owned(),
+    );
+    let controller = controller
+        .run(reconcile, error_policy, ctx.clone())
         .for_each(|result| async move {
             if let Err(err) = result {
                 tracing::debug!(error = %err, "bundle reconcile request failed");
             }
-        })
-        .await;
+        });
+    tokio::join!(controller, sweep);
 }
 
 /// A kind of object a Bundle's source may name in the system namespace.
@@ -440,7 +487,6 @@ async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
             return failed(error_chain(&err), err.is_terminal(), reason);
         }
     };
-    let owner = owner_reference(bundle);
     match prepared {
         Prepared::Upload => {
             let Some(digest) = bundle.annotations().get(UPLOADED_DIGEST_ANNOTATION) else {
@@ -475,10 +521,7 @@ async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
                 Ok(unpacked) => unpacked,
                 Err(err) => return failed(error_chain(&err), err.is_terminal(), "unpack_failed"),
             };
-            let Some(owner) = owner else {
-                return failed("the Bundle has no uid yet".into(), false, "store");
-            };
-            match ctx.store.write(&unpacked.content, &owner).await {
+            match ctx.store.write(&unpacked.content, BUNDLE_USER).await {
                 Ok(stored) => Attempt::Unpacked {
                     content: ContentRef {
                         digest: stored.digest.to_string(),
@@ -494,17 +537,9 @@ async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
     }
 }
 
-/// The owner reference that makes stored content go with the last Bundle using it.
-pub fn owner_reference(bundle: &Bundle) -> Option<OwnerReference> {
-    Some(OwnerReference {
-        api_version: Bundle::api_version(&()).into_owned(),
-        kind: Bundle::kind(&()).into_owned(),
-        name: bundle.name_any(),
-        uid: bundle.uid()?,
-        controller: None,
-        block_owner_deletion: None,
-    })
-}
+/// The kind of user Bundles are to the content store: the label their content carries,
+/// and the content rukpak-core's sweep looks after.
+pub const BUNDLE_USER: &str = "Bundle";
 
 async fn write_status(ctx: &Context, name: &str, next: &BundleStatus) -> Result<(), Error> {
     kit::status::apply(
@@ -556,6 +591,25 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unpacked_and_uploaded_content_is_referenced() {
+        let bundle = |value: serde_json::Value| serde_json::from_value::<Bundle>(value).unwrap();
+        let spec = serde_json::json!({"provisionerClassName": "p", "source": {"type": "upload", "upload": {}}});
+        let bundles = [
+            bundle(serde_json::json!({"metadata": {"name": "a"}, "spec": spec,
+                "status": {"content": {"digest": "sha256:a", "size": 1, "chunks": 1}}})),
+            bundle(
+                serde_json::json!({"metadata": {"name": "b", "annotations": {
+                crate::UPLOADED_DIGEST_ANNOTATION: "sha256:b"}}, "spec": spec}),
+            ),
+            bundle(serde_json::json!({"metadata": {"name": "c"}, "spec": spec})),
+        ];
+        assert_eq!(
+            referenced_by(&bundles),
+            ["sha256:a".to_owned(), "sha256:b".to_owned()].into()
+        );
+    }
 
     fn source(value: serde_json::Value) -> rukpak_api::BundleSource {
         serde_json::from_value(value).unwrap()

@@ -61,6 +61,10 @@ enum Command {
         /// connecting, for redirects and for what names resolve to. `none` denies nothing.
         #[arg(long, env = "DENIED_NETWORKS", default_value = content::source::DEFAULT_DENIED_NETWORKS)]
         denied_networks: content::source::DeniedNetworks,
+        /// How often content no Bundle references is swept from the content store: a pass
+        /// marks it, a later pass deletes what is still unreferenced (e.g. `10m`).
+        #[arg(long, env = "CONTENT_SWEEP_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
+        content_sweep_interval: std::time::Duration,
     },
     /// Upload a directory or a tar.gz as the content of a Bundle whose source is `upload`.
     Upload {
@@ -85,11 +89,13 @@ async fn main() -> ExitCode {
             ref image_cache_dir,
             ref plain_http_registries,
             ref denied_networks,
+            content_sweep_interval,
         } => {
             run(
                 &args,
                 admin,
                 leader,
+                content_sweep_interval,
                 content::source::UnpackOptions {
                     image_cache_dir: image_cache_dir.clone(),
                     plain_http_registries: plain_http_registries.clone(),
@@ -135,6 +141,7 @@ async fn run(
     args: &Args,
     admin_args: &AdminArgs,
     leader: &LeaderElectionArgs,
+    sweep_interval: std::time::Duration,
     options: content::source::UnpackOptions,
 ) -> Result<(), String> {
     let client = args.client.client().await.map_err(|e| error_chain(&e))?;
@@ -153,14 +160,17 @@ async fn run(
         "rukpak-core",
         &args.system_namespace,
         |token| async move {
-            let bundles = Arc::new(bundle::Context::new(
-                client.clone(),
-                &namespace,
-                options,
-                reconciles.clone(),
-                unpacks,
-                selector.clone(),
-            ));
+            let bundles = Arc::new(
+                bundle::Context::new(
+                    client.clone(),
+                    &namespace,
+                    options,
+                    reconciles.clone(),
+                    unpacks,
+                    selector.clone(),
+                )
+                .with_sweep_interval(sweep_interval),
+            );
             let deployments = Arc::new(templating::Context::new(client, reconciles, selector));
             tokio::join!(
                 bundle::run(bundles, &readiness, token.clone()),

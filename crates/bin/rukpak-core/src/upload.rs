@@ -13,7 +13,7 @@ use content::store::{Store, StoredContent};
 use content::upload::UploadInput;
 
 use crate::UPLOADED_DIGEST_ANNOTATION;
-use crate::bundle::owner_reference;
+use crate::bundle::BUNDLE_USER;
 
 /// A failed upload.
 #[derive(Debug, thiserror::Error)]
@@ -46,9 +46,6 @@ pub enum UploadError {
         #[source]
         source: std::io::Error,
     },
-    /// The Bundle has no uid (it was just created; retry).
-    #[error("Bundle {0} has no uid yet")]
-    NoUid(String),
     /// Normalising or storing the content failed.
     #[error("failed to upload content for Bundle {name}")]
     Content {
@@ -92,7 +89,6 @@ pub async fn upload(
             actual: bundle.spec.source.type_,
         });
     }
-    let owner = owner_reference(&bundle).ok_or_else(|| UploadError::NoUid(name.to_owned()))?;
     let input = if input.is_dir() {
         UploadInput::Directory(input)
     } else {
@@ -105,7 +101,7 @@ pub async fn upload(
         UploadInput::Archive(bytes.into())
     };
     let store = Store::new(client.clone(), namespace);
-    let stored = content::upload::upload(&store, &owner, input, limits)
+    let stored = content::upload::upload(&store, BUNDLE_USER, input, limits)
         .await
         .map_err(|source| UploadError::Content {
             name: name.to_owned(),

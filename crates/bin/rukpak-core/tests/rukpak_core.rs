@@ -23,6 +23,9 @@ use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How often this process's rukpak-core sweeps unreferenced content.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
+
 /// The denied networks of this process's rukpak-core: the defaults plus one loopback
 /// address that tests can listen on.
 const DENIED: &str = "169.254.0.0/16,fe80::/10,fd00:ec2::254/128,127.0.0.99/32";
@@ -58,19 +61,23 @@ async fn setup() -> Client {
                 let unpacks = bundle::UnpackMetrics::register(&registry).unwrap();
                 let readiness = kit::admin::Readiness::default();
                 let token = tokio_util::sync::CancellationToken::new();
-                let bundles = Arc::new(bundle::Context::new(
-                    client.clone(),
-                    system_namespace(),
-                    content::source::UnpackOptions {
-                        // One loopback address stands for the metadata endpoint a tenant
-                        // might point a source at (see the denied-network test).
-                        denied_networks: DENIED.parse().unwrap(),
-                        ..content::source::UnpackOptions::default()
-                    },
-                    reconciles.clone(),
-                    unpacks,
-                    Some(test_selector()),
-                ));
+                let bundles = Arc::new(
+                    bundle::Context::new(
+                        client.clone(),
+                        system_namespace(),
+                        content::source::UnpackOptions {
+                            // One loopback address stands for the metadata endpoint a tenant
+                            // might point a source at (see the denied-network test).
+                            denied_networks: DENIED.parse().unwrap(),
+                            ..content::source::UnpackOptions::default()
+                        },
+                        reconciles.clone(),
+                        unpacks,
+                        Some(test_selector()),
+                    )
+                    // Sweeps a test can wait for (production: every 10 minutes).
+                    .with_sweep_interval(SWEEP_INTERVAL),
+                );
                 let deployments = Arc::new(templating::Context::new(
                     client,
                     reconciles,
@@ -174,6 +181,64 @@ async fn an_immutable_config_map_bundle_unpacks_into_the_content_store() {
             .get("manifests/cm.yaml")
             .is_some_and(|b| b.starts_with(b"apiVersion: v1"))
     );
+}
+
+/// Content goes a couple of sweeps after the last Bundle using it, and not before: a Bundle
+/// sharing the digest keeps it through every sweep, and its sharers wrote nothing.
+#[tokio::test]
+async fn content_is_swept_once_no_bundle_references_it() {
+    let client = setup().await;
+    let cm = unique_name("swept");
+    configmap(
+        &client,
+        &cm,
+        true,
+        json!({ "cm.yaml": format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {cm}}}\n") }),
+    )
+    .await;
+    let source = json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": cm }, "path": "manifests" }] });
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    let (first, second) = (unique_name("sweep-a"), unique_name("sweep-b"));
+    for name in [&first, &second] {
+        bundles
+            .create(&PostParams::default(), &bundle_object(name, source.clone()))
+            .await
+            .unwrap();
+    }
+    let unpacked = wait_phase(&client, &first, BundlePhase::Unpacked).await;
+    wait_phase(&client, &second, BundlePhase::Unpacked).await;
+    let digest: content::Digest = unpacked
+        .status
+        .unwrap()
+        .content
+        .unwrap()
+        .digest
+        .parse()
+        .unwrap();
+    let store = content::store::Store::new(client.clone(), system_namespace());
+
+    // One Bundle goes; the other still references the content through several sweeps.
+    testkit::delete_and_wait(&bundles, &first, TIMEOUT).await;
+    tokio::time::sleep(SWEEP_INTERVAL * 4).await;
+    assert!(
+        store.read(&digest).await.is_ok(),
+        "swept while still referenced"
+    );
+
+    // The last one goes: a sweep marks the content, the next deletes it.
+    testkit::delete_and_wait(&bundles, &second, TIMEOUT).await;
+    wait_for("the content to be swept", TIMEOUT, || async {
+        match store.stat(&digest).await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let left = Api::<ConfigMap>::namespaced(client.clone(), system_namespace())
+        .list(&kube::api::ListParams::default().labels(&content::store::Store::selector(&digest)))
+        .await
+        .unwrap();
+    assert!(left.items.is_empty(), "chunks left: {}", left.items.len());
 }
 
 #[tokio::test]

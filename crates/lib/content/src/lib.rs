@@ -11,7 +11,8 @@
 //! - [`source`]: the sources (image, git, http, ConfigMaps) and [`source::Unpacker`], whose
 //!   `unpack` is defined in the private `unpack` module because it returns [`Error`];
 //! - [`store`]: the content store (chunked immutable ConfigMaps named by digest, shared
-//!   by owners through ownerReferences, verified on every read);
+//!   by digest at no write per sharer, verified on every read, unreferenced content removed
+//!   by a two-phase mark and sweep);
 //! - [`upload`]: puts caller-provided content into the store;
 //! - [`error`]: rendering error chains and the terminal/transient classification.
 //!

@@ -6,13 +6,20 @@
 //!   digest (first 32 hex digits: label values stop at 63 characters), the chunk index
 //!   and the chunk count, and annotations with the full digest, the chunk's own sha256
 //!   and the content size.
-//! - Content is shared: writing content that exists adds an ownerReference and
-//!   changes nothing else. The objects that use it own it, so the garbage collector
-//!   deletes the chunks when the last owner goes.
+//! - Content is shared, and a sharer costs no write: writing content that exists only
+//!   checks it (the chunks carry a label per *kind* of user, `content.olmv1.io/used-by-<kind>`,
+//!   added once per kind). Content nobody references any more is removed by a two-phase
+//!   mark and sweep ([`Store::sweep`], run by the binary that writes each kind): a pass marks
+//!   every chunk of unreferenced content with [`ANNOTATION_UNREFERENCED_SINCE`], and a later
+//!   pass deletes chunks still marked, each with the resourceVersion it saw as a
+//!   precondition. A writer that reuses marked content clears the mark on every chunk
+//!   first, which changes its resourceVersion, so a sweep can never delete a chunk a writer
+//!   has just relied on; a chunk already deleted is created again. (Content written before
+//!   this scheme is owned through ownerReferences and still goes with its owners.)
 //! - Chunk 0 is written last: when it exists, all chunks were written.
 //! - Every read verifies every chunk and the whole digest; a missing or corrupted chunk
 //!   is an error, never returned as content. A writer that finds a corrupted chunk
-//!   replaces it (keeping its owners).
+//!   replaces it (keeping its labels and owners).
 //! - Two writers of the same digest race harmlessly: AlreadyExists with matching
 //!   content is success.
 
@@ -42,6 +49,12 @@ pub const ANNOTATION_DIGEST: &str = "content.olmv1.io/digest";
 pub const ANNOTATION_CHUNK_DIGEST: &str = "content.olmv1.io/chunk-digest";
 /// Annotation with the content size in bytes.
 pub const ANNOTATION_SIZE: &str = "content.olmv1.io/size";
+/// Annotation on a chunk of content no object referenced at the last sweep: when that
+/// sweep saw it (RFC 3339). The next sweep deletes the chunk if it is still there unchanged.
+pub const ANNOTATION_UNREFERENCED_SINCE: &str = "content.olmv1.io/unreferenced-since";
+/// Prefix of the labels naming the kinds of objects that use content
+/// (`content.olmv1.io/used-by-bundle`, `...-catalog`).
+pub const LABEL_USED_BY_PREFIX: &str = "content.olmv1.io/used-by-";
 /// The `binaryData` key holding a chunk's bytes.
 pub const DATA_KEY: &str = "content";
 /// Largest chunk: ConfigMaps hold at most 1 MiB, leaving room for metadata.
@@ -127,18 +140,16 @@ pub enum StoreError {
         /// The other content's digest annotation.
         other: String,
     },
-    /// The owner reference is incomplete.
-    #[error(
-        "failed to write content {digest}: owner reference needs apiVersion, kind, name and uid"
-    )]
-    InvalidOwner {
+    /// The kind of user is empty.
+    #[error("failed to write content {digest}: the kind of object using it is not named")]
+    InvalidUser {
         /// The digest.
         digest: Digest,
     },
 }
 
 impl StoreError {
-    /// Whether retrying cannot help. Only a bad owner reference, a name collision and
+    /// Whether retrying cannot help. Only a missing user kind, a name collision and
     /// requests the API server rejects as invalid are terminal; missing or corrupted
     /// chunks are repaired by the next write.
     pub fn is_terminal(&self) -> bool {
@@ -146,7 +157,7 @@ impl StoreError {
             StoreError::Api { source, .. } => {
                 matches!(source, kube::Error::Api(status) if status.is_invalid() || status.code == 400)
             }
-            StoreError::Collision { .. } | StoreError::InvalidOwner { .. } => true,
+            StoreError::Collision { .. } | StoreError::InvalidUser { .. } => true,
             StoreError::NotFound { .. }
             | StoreError::MissingChunk { .. }
             | StoreError::Corrupt { .. } => false,
@@ -161,7 +172,7 @@ impl StoreError {
             StoreError::MissingChunk { .. } => "store_missing_chunk",
             StoreError::Corrupt { .. } => "store_corrupt",
             StoreError::Collision { .. } => "store_collision",
-            StoreError::InvalidOwner { .. } => "store_invalid_owner",
+            StoreError::InvalidUser { .. } => "store_invalid_user",
         }
     }
 }
@@ -197,41 +208,34 @@ impl Store {
         format!("{LABEL_DIGEST}={}", digest.short(32))
     }
 
-    /// Stores `content` owned by `owner`, or adds `owner` to content already stored.
-    pub async fn write(
-        &self,
-        content: &Content,
-        owner: &OwnerReference,
-    ) -> Result<StoredContent, StoreError> {
+    /// The label marking content used by objects of `kind` (e.g. `Bundle`).
+    pub fn used_by_label(kind: &str) -> String {
+        format!("{LABEL_USED_BY_PREFIX}{}", kind.to_ascii_lowercase())
+    }
+
+    /// Stores `content` for objects of kind `user` (e.g. `Bundle`), or checks content
+    /// already stored. Writes nothing when the content is there, verified, labelled for
+    /// `user` and not marked by a sweep.
+    pub async fn write(&self, content: &Content, user: &str) -> Result<StoredContent, StoreError> {
         let digest = content.digest();
-        if owner.api_version.is_empty()
-            || owner.kind.is_empty()
-            || owner.name.is_empty()
-            || owner.uid.is_empty()
-        {
-            return Err(StoreError::InvalidOwner {
+        if user.is_empty() {
+            return Err(StoreError::InvalidUser {
                 digest: digest.clone(),
             });
         }
-        // Shared content has no controller: an object allows one controller owner, so a
-        // second user marked as controller could never be added.
-        let owner = &OwnerReference {
-            controller: None,
-            block_owner_deletion: None,
-            ..owner.clone()
-        };
+        let label = Self::used_by_label(user);
         let chunks: Vec<Bytes> = chunk(content.data(), self.chunk_size);
         let count = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
         // Chunks 1.. first, concurrently; chunk 0 last marks the content complete.
         // Owned items (Bytes clones are cheap): a closure over borrowed items makes this
         // future not Send for every lifetime, so it could not run in a spawned task.
         futures::stream::iter(chunks.clone().into_iter().enumerate().skip(1))
-            .map(|(index, data)| self.write_chunk(content, index as u32, count, data, owner))
+            .map(|(index, data)| self.write_chunk(content, index as u32, count, data, &label))
             .buffer_unordered(PARALLEL_CHUNKS)
             .try_collect::<Vec<()>>()
             .await?;
         if let Some(first) = chunks.first() {
-            self.write_chunk(content, 0, count, first.clone(), owner)
+            self.write_chunk(content, 0, count, first.clone(), &label)
                 .await?;
         }
         Ok(StoredContent {
@@ -247,15 +251,24 @@ impl Store {
         index: u32,
         count: u32,
         data: Bytes,
-        owner: &OwnerReference,
+        label: &str,
     ) -> Result<(), StoreError> {
         let digest = content.digest();
         let name = Self::chunk_name(digest, index);
         let chunk_digest = Digest::of(&data);
-        let mut owners = vec![owner.clone()];
+        let mut kept = Kept::default();
         for _ in 0..REPLACE_ATTEMPTS {
-            let config_map =
-                self.chunk_object(content, index, count, &data, &chunk_digest, &owners);
+            let config_map = self.chunk_object(
+                content,
+                Chunk {
+                    index,
+                    count,
+                    data: &data,
+                    digest: &chunk_digest,
+                },
+                label,
+                &kept,
+            );
             let existing = match self.api.create(&PostParams::default(), &config_map).await {
                 Ok(_) => return Ok(()),
                 Err(kube::Error::Api(status)) if status.is_already_exists() => {
@@ -277,12 +290,31 @@ impl Store {
                 });
             }
             if chunk_data(&existing).is_some_and(|bytes| Digest::of(bytes) == chunk_digest) {
-                return self.ensure_owner(&existing, &name, owner).await;
+                match self.claim(&existing, &name, label).await? {
+                    Claim::Kept => return Ok(()),
+                    // Swept in between: create it again.
+                    Claim::Gone => continue,
+                }
             }
             // Same name and digest, wrong bytes: the chunk is corrupted. Immutable data
-            // cannot be fixed in place, so replace the object, keeping its owners.
+            // cannot be fixed in place, so replace the object, keeping its labels of other
+            // users and its owners.
             tracing::warn!(chunk = %self.object(&name), "replacing corrupted content chunk");
-            owners = merged_owners(&existing, owner);
+            kept = Kept {
+                labels: existing
+                    .metadata
+                    .labels
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|(key, _)| key.starts_with(LABEL_USED_BY_PREFIX))
+                    .collect(),
+                owners: existing
+                    .metadata
+                    .owner_references
+                    .clone()
+                    .unwrap_or_default(),
+            };
             let delete = DeleteParams {
                 preconditions: Some(Preconditions {
                     uid: existing.metadata.uid.clone(),
@@ -306,28 +338,35 @@ impl Store {
     fn chunk_object(
         &self,
         content: &Content,
-        index: u32,
-        count: u32,
-        data: &Bytes,
-        chunk_digest: &Digest,
-        owners: &[OwnerReference],
+        chunk: Chunk<'_>,
+        label: &str,
+        kept: &Kept,
     ) -> ConfigMap {
+        let Chunk {
+            index,
+            count,
+            data,
+            digest: chunk_digest,
+        } = chunk;
         let digest = content.digest();
+        let mut labels = kept.labels.clone();
+        labels.extend([
+            (LABEL_DIGEST.to_owned(), digest.short(32)),
+            (LABEL_CHUNK.to_owned(), index.to_string()),
+            (LABEL_CHUNKS.to_owned(), count.to_string()),
+            (label.to_owned(), "true".to_owned()),
+        ]);
         ConfigMap {
             metadata: ObjectMeta {
                 name: Some(Self::chunk_name(digest, index)),
                 namespace: Some(self.namespace.clone()),
-                labels: Some(BTreeMap::from([
-                    (LABEL_DIGEST.to_owned(), digest.short(32)),
-                    (LABEL_CHUNK.to_owned(), index.to_string()),
-                    (LABEL_CHUNKS.to_owned(), count.to_string()),
-                ])),
+                labels: Some(labels),
                 annotations: Some(BTreeMap::from([
                     (ANNOTATION_DIGEST.to_owned(), digest.to_string()),
                     (ANNOTATION_CHUNK_DIGEST.to_owned(), chunk_digest.to_string()),
                     (ANNOTATION_SIZE.to_owned(), content.size().to_string()),
                 ])),
-                owner_references: Some(owners.to_vec()),
+                owner_references: Some(kept.owners.clone()).filter(|o| !o.is_empty()),
                 ..ObjectMeta::default()
             },
             immutable: Some(true),
@@ -339,70 +378,221 @@ impl Store {
         }
     }
 
-    /// Adds `owner` to one chunk unless it is there; metadata of immutable ConfigMaps
-    /// can change. A strategic merge patch merges owner references by uid, so
-    /// concurrent writers adding different owners do not overwrite each other.
-    async fn ensure_owner(
+    /// Makes an existing, verified chunk this user's: adds the user's label and clears a
+    /// sweep's mark, in one merge patch guarded by the resourceVersion read (metadata of
+    /// immutable ConfigMaps can change). Nothing is written when both are already so.
+    async fn claim(
         &self,
         existing: &ConfigMap,
         name: &str,
-        owner: &OwnerReference,
-    ) -> Result<(), StoreError> {
-        let present = existing
+        label: &str,
+    ) -> Result<Claim, StoreError> {
+        let labelled = existing
             .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.uid == owner.uid);
-        if present {
-            return Ok(());
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(label));
+        let marked = annotation(existing, ANNOTATION_UNREFERENCED_SINCE).is_some();
+        if labelled && !marked {
+            return Ok(Claim::Kept);
         }
-        let patch = json!({ "metadata": { "ownerReferences": [owner] } });
-        self.api
-            .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+        let patch = json!({ "metadata": {
+            "resourceVersion": existing.metadata.resource_version,
+            "labels": { label: "true" },
+            "annotations": { ANNOTATION_UNREFERENCED_SINCE: null },
+        }});
+        match self
+            .api
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .map_err(|err| self.api_err("patch", name, err))?;
-        Ok(())
+        {
+            Ok(_) => Ok(Claim::Kept),
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Claim::Gone),
+            // Changed since read (another writer, or a sweep marking it): look again.
+            Err(kube::Error::Api(status)) if status.is_conflict() => {
+                match self
+                    .api
+                    .get_opt(name)
+                    .await
+                    .map_err(|err| self.api_err("get", name, err))?
+                {
+                    Some(again) => Box::pin(self.claim(&again, name, label)).await,
+                    None => Ok(Claim::Gone),
+                }
+            }
+            Err(err) => Err(self.api_err("patch", name, err)),
+        }
     }
 
-    /// Adds `owner` to every chunk of stored content.
-    pub async fn add_owner(
+    /// One pass of the mark and sweep of content used by objects of kind `user`: content no
+    /// longer in `referenced` is marked, content still unreferenced and marked since an
+    /// earlier pass is deleted, content referenced again is unmarked. Content created less
+    /// than `grace` ago is left alone (it may be about to be referenced). Run it from the
+    /// binary that writes `user`'s content, every `grace` or so.
+    pub async fn sweep(
         &self,
-        digest: &Digest,
-        owner: &OwnerReference,
-    ) -> Result<(), StoreError> {
-        for (name, config_map) in self.chunks(digest).await? {
-            self.ensure_owner(&config_map, &name, owner).await?;
+        user: &str,
+        referenced: &std::collections::BTreeSet<String>,
+        grace: std::time::Duration,
+    ) -> Result<SweepReport, StoreError> {
+        let label = Self::used_by_label(user);
+        let selector = format!("{label}=true");
+        let listed = self
+            .api
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|err| StoreError::Api {
+                verb: "list",
+                object: format!("{}/* with {selector}", self.namespace),
+                source: err,
+            })?;
+        let chunks: Vec<ChunkMeta> = listed
+            .items
+            .iter()
+            .filter_map(|item| {
+                let meta = &item.metadata;
+                Some(ChunkMeta {
+                    name: meta.name.clone()?,
+                    digest: meta.annotations.as_ref()?.get(ANNOTATION_DIGEST)?.clone(),
+                    resource_version: meta.resource_version.clone(),
+                    uid: meta.uid.clone(),
+                    created: meta.creation_timestamp.as_ref().map(|t| t.0),
+                    marked: meta
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key(ANNOTATION_UNREFERENCED_SINCE)),
+                    other_users: meta.labels.as_ref().is_some_and(|labels| {
+                        labels
+                            .keys()
+                            .any(|k| k.starts_with(LABEL_USED_BY_PREFIX) && *k != label)
+                    }),
+                })
+            })
+            .collect();
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let mut report = SweepReport::default();
+        for (chunk, action) in plan_sweep(&chunks, referenced, now, grace) {
+            let done = match action {
+                SweepAction::Mark => {
+                    self.guarded_patch(
+                        chunk,
+                        json!({"annotations": {
+                        ANNOTATION_UNREFERENCED_SINCE: now.to_string()}}),
+                    )
+                    .await?
+                }
+                SweepAction::Unmark => {
+                    self.guarded_patch(
+                        chunk,
+                        json!({"annotations": {
+                        ANNOTATION_UNREFERENCED_SINCE: null}}),
+                    )
+                    .await?
+                }
+                // Another kind still uses it: only this kind lets go.
+                SweepAction::Release => {
+                    self.guarded_patch(
+                        chunk,
+                        json!({
+                        "labels": { label.clone(): null },
+                        "annotations": { ANNOTATION_UNREFERENCED_SINCE: null }}),
+                    )
+                    .await?
+                }
+                SweepAction::Delete => {
+                    let params = DeleteParams {
+                        preconditions: Some(Preconditions {
+                            uid: chunk.uid.clone(),
+                            resource_version: chunk.resource_version.clone(),
+                        }),
+                        ..DeleteParams::background()
+                    };
+                    match self.api.delete(&chunk.name, &params).await {
+                        Ok(_) => true,
+                        Err(kube::Error::Api(status))
+                            if status.is_not_found() || status.is_conflict() =>
+                        {
+                            false
+                        }
+                        Err(err) => return Err(self.api_err("delete", &chunk.name, err)),
+                    }
+                }
+            };
+            if done {
+                report.record(action, &chunk.digest);
+            }
         }
-        Ok(())
+        Ok(report)
     }
 
-    /// Removes the owner with `uid` from every chunk; chunks left without owners are
-    /// deleted (the garbage collector only deletes objects whose owners all went).
-    pub async fn remove_owner(&self, digest: &Digest, uid: &str) -> Result<(), StoreError> {
-        for (name, config_map) in self.chunks(digest).await? {
-            let owners: Vec<&OwnerReference> = config_map
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .collect();
-            if !owners.iter().any(|o| o.uid == uid) {
-                continue;
+    /// Sweeps the content of kind `user` every `interval` (also the grace before fresh
+    /// content may be marked, so one pass marks and a later one deletes) until `stop`
+    /// completes. `referenced` gives the full digests in use at each pass; when it fails the
+    /// pass is skipped (never sweep without knowing what is in use). Failures are logged and
+    /// the next pass tries again.
+    pub async fn sweep_every<F, Fut>(
+        &self,
+        user: &str,
+        interval: std::time::Duration,
+        referenced: F,
+        stop: impl std::future::Future<Output = ()>,
+    ) where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<std::collections::BTreeSet<String>, String>>,
+    {
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                () = tokio::time::sleep(interval) => {}
             }
-            if owners.len() == 1 {
-                self.delete_chunk(&name, &config_map).await?;
-                continue;
+            let in_use = match referenced().await {
+                Ok(in_use) => in_use,
+                Err(message) => {
+                    tracing::warn!(user, error = %message, "skipped a content sweep: could not list what references content");
+                    continue;
+                }
+            };
+            match self.sweep(user, &in_use, interval).await {
+                Ok(report) if report != SweepReport::default() => tracing::info!(
+                    user,
+                    marked = report.marked.len(),
+                    unmarked = report.unmarked.len(),
+                    deleted = report.deleted.len(),
+                    released = report.released.len(),
+                    "swept unreferenced content"
+                ),
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(user, error = %crate::report(&err), "content sweep failed")
+                }
             }
-            let patch = json!({
-                "metadata": { "ownerReferences": [ { "$patch": "delete", "uid": uid } ] }
-            });
-            self.api
-                .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-                .map_err(|err| self.api_err("patch", &name, err))?;
         }
-        Ok(())
+    }
+
+    /// A merge patch of a chunk's metadata, applied only if it is unchanged since it was
+    /// listed; `false` when it changed or went.
+    async fn guarded_patch(
+        &self,
+        chunk: &ChunkMeta,
+        mut metadata: serde_json::Value,
+    ) -> Result<bool, StoreError> {
+        metadata["resourceVersion"] = json!(chunk.resource_version);
+        match self
+            .api
+            .patch(
+                &chunk.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "metadata": metadata })),
+            )
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.is_not_found() || status.is_conflict() => {
+                Ok(false)
+            }
+            Err(err) => Err(self.api_err("patch", &chunk.name, err)),
+        }
     }
 
     /// Deletes every chunk of `digest`, whoever owns it.
@@ -627,21 +817,179 @@ fn chunk_data(config_map: &ConfigMap) -> Option<&[u8]> {
         .map(|bytes| bytes.0.as_slice())
 }
 
-fn merged_owners(existing: &ConfigMap, owner: &OwnerReference) -> Vec<OwnerReference> {
-    let mut owners: Vec<OwnerReference> = existing
-        .metadata
-        .owner_references
-        .clone()
-        .unwrap_or_default();
-    if !owners.iter().any(|o| o.uid == owner.uid) {
-        owners.push(owner.clone());
+/// One chunk to write.
+struct Chunk<'a> {
+    index: u32,
+    count: u32,
+    data: &'a Bytes,
+    digest: &'a Digest,
+}
+
+/// What a corrupted chunk's replacement keeps of it: the labels of other users, and owners
+/// (content written before the mark and sweep is owned through ownerReferences).
+#[derive(Default)]
+struct Kept {
+    labels: BTreeMap<String, String>,
+    owners: Vec<OwnerReference>,
+}
+
+/// What [`Store::claim`] found.
+enum Claim {
+    /// The chunk is there and this user's.
+    Kept,
+    /// The chunk went (swept) before it could be claimed.
+    Gone,
+}
+
+/// What a sweep knows of one chunk (metadata only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkMeta {
+    /// The ConfigMap's name.
+    pub name: String,
+    /// The full digest of the content it belongs to.
+    pub digest: String,
+    /// Its resourceVersion when listed (the precondition of every change).
+    pub resource_version: Option<String>,
+    /// Its uid when listed.
+    pub uid: Option<String>,
+    /// When it was created.
+    pub created: Option<k8s_openapi::jiff::Timestamp>,
+    /// Whether an earlier sweep marked it unreferenced.
+    pub marked: bool,
+    /// Whether objects of another kind use it too.
+    pub other_users: bool,
+}
+
+/// What a sweep does to one chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepAction {
+    /// Unreferenced: mark it; the next sweep deletes it.
+    Mark,
+    /// Referenced again: clear the mark.
+    Unmark,
+    /// Unreferenced since the last sweep, and no other kind uses it: delete it.
+    Delete,
+    /// Unreferenced since the last sweep, but another kind uses it: drop this kind's label.
+    Release,
+}
+
+/// What one sweep did, by content digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Content marked unreferenced.
+    pub marked: std::collections::BTreeSet<String>,
+    /// Content referenced again.
+    pub unmarked: std::collections::BTreeSet<String>,
+    /// Content deleted (at least one chunk).
+    pub deleted: std::collections::BTreeSet<String>,
+    /// Content another kind still uses, released by this one.
+    pub released: std::collections::BTreeSet<String>,
+}
+
+impl SweepReport {
+    fn record(&mut self, action: SweepAction, digest: &str) {
+        let set = match action {
+            SweepAction::Mark => &mut self.marked,
+            SweepAction::Unmark => &mut self.unmarked,
+            SweepAction::Delete => &mut self.deleted,
+            SweepAction::Release => &mut self.released,
+        };
+        set.insert(digest.to_owned());
     }
-    owners
+}
+
+/// What a sweep does to each chunk: pure. Content in `referenced` (full digests) is kept
+/// and unmarked; unreferenced content is marked, unless created less than `grace` before
+/// `now`; content marked by an earlier sweep and still unreferenced is deleted, or released
+/// when another kind uses it.
+pub fn plan_sweep<'a>(
+    chunks: &'a [ChunkMeta],
+    referenced: &std::collections::BTreeSet<String>,
+    now: k8s_openapi::jiff::Timestamp,
+    grace: std::time::Duration,
+) -> Vec<(&'a ChunkMeta, SweepAction)> {
+    let grace = k8s_openapi::jiff::SignedDuration::try_from(grace).unwrap_or_default();
+    chunks
+        .iter()
+        .filter_map(|chunk| {
+            let action = if referenced.contains(&chunk.digest) {
+                chunk.marked.then_some(SweepAction::Unmark)?
+            } else if chunk.marked {
+                if chunk.other_users {
+                    SweepAction::Release
+                } else {
+                    SweepAction::Delete
+                }
+            } else if chunk
+                .created
+                .is_some_and(|created| now.duration_since(created) >= grace)
+            {
+                SweepAction::Mark
+            } else {
+                return None;
+            };
+            Some((chunk, action))
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    fn meta(name: &str, digest: &str, age_s: i64, marked: bool, other_users: bool) -> ChunkMeta {
+        ChunkMeta {
+            name: name.into(),
+            digest: digest.into(),
+            resource_version: Some("1".into()),
+            uid: Some("u".into()),
+            created: Some(now() - k8s_openapi::jiff::SignedDuration::from_secs(age_s)),
+            marked,
+            other_users,
+        }
+    }
+
+    fn now() -> k8s_openapi::jiff::Timestamp {
+        "2026-11-25T12:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn a_sweep_marks_first_deletes_later_and_spares_what_is_used() {
+        let chunks = [
+            meta("referenced", "sha256:a", 3600, false, false),
+            meta("referenced-again", "sha256:b", 3600, true, false),
+            meta("unreferenced", "sha256:c", 3600, false, false),
+            meta("fresh", "sha256:d", 10, false, false),
+            meta("condemned", "sha256:e", 3600, true, false),
+            meta("shared-with-another-kind", "sha256:f", 3600, true, true),
+        ];
+        let referenced = BTreeSet::from(["sha256:a".to_owned(), "sha256:b".to_owned()]);
+        let plan: Vec<(&str, SweepAction)> =
+            plan_sweep(&chunks, &referenced, now(), Duration::from_secs(600))
+                .into_iter()
+                .map(|(c, a)| (c.name.as_str(), a))
+                .collect();
+        assert_eq!(
+            plan,
+            [
+                ("referenced-again", SweepAction::Unmark),
+                ("unreferenced", SweepAction::Mark),
+                ("condemned", SweepAction::Delete),
+                ("shared-with-another-kind", SweepAction::Release),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_used_by_label_names_the_kind() {
+        assert_eq!(
+            Store::used_by_label("Bundle"),
+            "content.olmv1.io/used-by-bundle"
+        );
+        assert!(Store::used_by_label("Catalog").len() <= 63);
+    }
 
     #[test]
     fn content_is_cut_into_chunks_of_at_most_the_chunk_size() {

@@ -1,11 +1,10 @@
 //! Uploads: content a caller already has (a tar.gz or a local directory) is checked,
-//! normalised and written to the content store for an owner, through the same rules
+//! normalised and written to the content store for a kind of user, through the same rules
 //! as every other source. There is no upload server: a CLI or controller calls this.
 
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::archive_error::ArchiveError;
 use crate::content::Content;
@@ -75,17 +74,17 @@ impl UploadError {
     }
 }
 
-/// Normalises `input` and writes it to `store` owned by `owner` (adding `owner` if the
-/// same content is already stored).
+/// Normalises `input` and writes it to `store` for objects of kind `user` (writing nothing
+/// when the same content is already stored for that kind).
 pub async fn upload(
     store: &Store,
-    owner: &OwnerReference,
+    user: &str,
     input: UploadInput,
     limits: &Limits,
 ) -> Result<StoredContent, UploadError> {
     let content = normalize(input, limits).await?;
     store
-        .write(&content, owner)
+        .write(&content, user)
         .await
         .map_err(|source| UploadError::Store { source })
 }

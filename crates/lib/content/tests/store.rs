@@ -1,4 +1,5 @@
-//! The content store against a real API server (and its garbage collector).
+//! The content store against a real API server: chunks, verification, sharing by digest,
+//! and the mark and sweep that removes content nobody references.
 
 // Test helpers outside #[test] functions unwrap too; a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -16,36 +17,13 @@ use content::store::{
 use content::{Content, Extractor, Limits, UploadInput, report, upload};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use rand::RngCore;
 use testkit::TestNamespace;
 
-/// A ConfigMap in the namespace to own content (owners must exist, or the garbage
-/// collector removes the content at once).
-async fn owner(api: &Api<ConfigMap>, name: &str) -> OwnerReference {
-    let created = api
-        .create(
-            &PostParams::default(),
-            &ConfigMap {
-                metadata: ObjectMeta {
-                    name: Some(name.to_owned()),
-                    ..ObjectMeta::default()
-                },
-                ..ConfigMap::default()
-            },
-        )
-        .await
-        .unwrap();
-    OwnerReference {
-        api_version: "v1".to_owned(),
-        kind: "ConfigMap".to_owned(),
-        name: name.to_owned(),
-        uid: created.uid().unwrap(),
-        ..OwnerReference::default()
-    }
-}
+/// The kind of user the tests write content for.
+const USER: &str = "Bundle";
 
 /// Content of about `size` bytes that gzip cannot shrink (random files).
 fn random_content(size: usize) -> Content {
@@ -83,11 +61,10 @@ async fn a_20_mib_bundle_round_trips_through_several_verified_chunks() {
     let ns = TestNamespace::create(&client, "content-store").await;
     let api: Api<ConfigMap> = ns.api();
     let store = Store::new(client.clone(), ns.name());
-    let owner = owner(&api, "owner").await;
     let content = random_content(20 * 1024 * 1024);
     assert!(content.size() >= 20 * 1024 * 1024);
 
-    let stored = store.write(&content, &owner).await.unwrap();
+    let stored = store.write(&content, USER).await.unwrap();
     assert_eq!(&stored.digest, content.digest());
     assert_eq!(stored.size, content.size());
     assert_eq!(
@@ -107,7 +84,8 @@ async fn a_20_mib_bundle_round_trips_through_several_verified_chunks() {
             object.annotations()[ANNOTATION_DIGEST],
             content.digest().to_string()
         );
-        assert_eq!(object.owner_references(), std::slice::from_ref(&owner));
+        assert_eq!(object.labels()[&Store::used_by_label(USER)], "true");
+        assert!(object.owner_references().is_empty());
     }
 
     let read = store.read(content.digest()).await.unwrap();
@@ -123,9 +101,8 @@ async fn a_corrupted_chunk_is_detected_never_returned_and_repaired_by_the_next_w
     let ns = TestNamespace::create(&client, "content-corrupt").await;
     let api: Api<ConfigMap> = ns.api();
     let store = Store::new(client.clone(), ns.name()).with_chunk_size(64 * 1024);
-    let owner = owner(&api, "owner").await;
     let content = random_content(300 * 1024);
-    let stored = store.write(&content, &owner).await.unwrap();
+    let stored = store.write(&content, USER).await.unwrap();
     assert!(stored.chunks >= 4, "{} chunks", stored.chunks);
 
     // Immutable data cannot be patched: replace chunk 2 with different bytes under the
@@ -185,7 +162,7 @@ async fn a_corrupted_chunk_is_detected_never_returned_and_repaired_by_the_next_w
 
     // Writing again recreates the missing chunk; a corrupted one is replaced.
     api.create(&PostParams::default(), &forged).await.unwrap();
-    store.write(&content, &owner).await.unwrap();
+    store.write(&content, USER).await.unwrap();
     assert_eq!(store.read(content.digest()).await.unwrap(), content);
     let repaired = api.get(&name).await.unwrap();
     assert_eq!(repaired.binary_data, original.binary_data);
@@ -193,34 +170,37 @@ async fn a_corrupted_chunk_is_detected_never_returned_and_repaired_by_the_next_w
 }
 
 #[tokio::test]
-async fn shared_content_written_twice_is_stored_once_with_two_owners() {
+async fn shared_content_written_again_is_stored_once_and_costs_no_write() {
     let client = testkit::client().await;
     let ns = TestNamespace::create(&client, "content-shared").await;
     let api: Api<ConfigMap> = ns.api();
     let store = Store::new(client.clone(), ns.name()).with_chunk_size(1024);
-    let first = owner(&api, "first").await;
-    let second = owner(&api, "second").await;
     let content = random_content(3000);
 
-    let a = store.write(&content, &first).await.unwrap();
-    let b = store.write(&content, &second).await.unwrap();
-    assert_eq!(a, b);
-    let objects = chunks(&api, &content).await;
-    assert_eq!(objects.len() as u32, a.chunks, "no duplicate chunks");
-    for object in objects {
-        let mut uids: Vec<&str> = object
-            .owner_references()
-            .iter()
-            .map(|o| o.uid.as_str())
-            .collect();
-        uids.sort_unstable();
-        let mut expected = [first.uid.as_str(), second.uid.as_str()];
-        expected.sort_unstable();
-        assert_eq!(uids, expected);
+    let a = store.write(&content, USER).await.unwrap();
+    let versions = |objects: Vec<ConfigMap>| -> BTreeMap<String, String> {
+        objects
+            .into_iter()
+            .map(|o| (o.name_any(), o.resource_version().unwrap()))
+            .collect()
+    };
+    let before = versions(chunks(&api, &content).await);
+    assert_eq!(before.len() as u32, a.chunks);
+    // A hundred more sharers: the same content, and not one chunk changed.
+    for _ in 0..100 {
+        assert_eq!(store.write(&content, USER).await.unwrap(), a);
     }
-    // Writing again with an existing owner changes nothing.
-    store.write(&content, &first).await.unwrap();
-    assert_eq!(chunks(&api, &content).await[0].owner_references().len(), 2);
+    assert_eq!(versions(chunks(&api, &content).await), before);
+
+    // Another kind of user labels each chunk once, then writes nothing either.
+    store.write(&content, "Catalog").await.unwrap();
+    let labelled = versions(chunks(&api, &content).await);
+    store.write(&content, "Catalog").await.unwrap();
+    assert_eq!(versions(chunks(&api, &content).await), labelled);
+    for object in chunks(&api, &content).await {
+        assert_eq!(object.labels()[&Store::used_by_label("Catalog")], "true");
+        assert_eq!(object.labels()[&Store::used_by_label(USER)], "true");
+    }
     ns.delete().await;
 }
 
@@ -228,112 +208,112 @@ async fn shared_content_written_twice_is_stored_once_with_two_owners() {
 async fn two_writers_racing_on_the_same_digest_both_succeed() {
     let client = testkit::client().await;
     let ns = TestNamespace::create(&client, "content-race").await;
-    let api: Api<ConfigMap> = ns.api();
     let store = Store::new(client.clone(), ns.name()).with_chunk_size(4096);
-    let first = owner(&api, "first").await;
-    let second = owner(&api, "second").await;
     let content = random_content(64 * 1024);
 
     let (a, b) = tokio::join!(
-        store.write(&content, &first),
-        store.write(&content, &second)
+        store.write(&content, USER),
+        store.write(&content, "Catalog")
     );
     assert_eq!(a.unwrap(), b.unwrap());
-    for object in chunks(&api, &content).await {
-        assert_eq!(object.owner_references().len(), 2, "{}", object.name_any());
+    assert_eq!(store.read(content.digest()).await.unwrap(), content);
+    ns.delete().await;
+}
+
+#[tokio::test]
+async fn unreferenced_content_is_marked_then_swept_and_reuse_in_between_saves_it() {
+    let client = testkit::client().await;
+    let ns = TestNamespace::create(&client, "content-sweep").await;
+    let api: Api<ConfigMap> = ns.api();
+    let store = Store::new(client.clone(), ns.name()).with_chunk_size(1024);
+    let kept = random_content(2500);
+    let gone = random_content(2500);
+    let reused = random_content(2500);
+    for content in [&kept, &gone, &reused] {
+        store.write(content, USER).await.unwrap();
     }
-    assert_eq!(store.read(content.digest()).await.unwrap(), content);
+    let referenced = std::collections::BTreeSet::from([kept.digest().to_string()]);
+    let grace = Duration::ZERO;
+
+    // Pass 1 only marks what nothing references.
+    let first = store.sweep(USER, &referenced, grace).await.unwrap();
+    assert_eq!(
+        first.marked,
+        [gone.digest().to_string(), reused.digest().to_string()].into()
+    );
+    assert!(first.deleted.is_empty());
+    for content in [&kept, &gone, &reused] {
+        assert_eq!(store.read(content.digest()).await.unwrap(), *content);
+    }
+    // A writer reuses marked content before the next pass: it clears every mark.
+    store.write(&reused, USER).await.unwrap();
+    for object in chunks(&api, &reused).await {
+        assert!(
+            !object
+                .annotations()
+                .contains_key(content::store::ANNOTATION_UNREFERENCED_SINCE)
+        );
+    }
+
+    // Pass 2 deletes what is still marked, and marks the reused content afresh.
+    let second = store.sweep(USER, &referenced, grace).await.unwrap();
+    assert_eq!(second.deleted, [gone.digest().to_string()].into());
+    assert!(chunks(&api, &gone).await.is_empty());
+    assert_eq!(store.stat(gone.digest()).await.unwrap(), None);
+    assert_eq!(store.read(kept.digest()).await.unwrap(), kept);
+    assert_eq!(store.read(reused.digest()).await.unwrap(), reused);
+    assert_eq!(second.marked, [reused.digest().to_string()].into());
+
+    // Referenced again: unmarked, and kept by every later pass.
+    let both =
+        std::collections::BTreeSet::from([kept.digest().to_string(), reused.digest().to_string()]);
+    let third = store.sweep(USER, &both, grace).await.unwrap();
+    assert_eq!(third.unmarked, [reused.digest().to_string()].into());
+    store.sweep(USER, &both, grace).await.unwrap();
+    assert_eq!(store.read(reused.digest()).await.unwrap(), reused);
+
+    // Fresh content (younger than the grace) is never marked.
+    let fresh = random_content(2000);
+    store.write(&fresh, USER).await.unwrap();
+    let young = store
+        .sweep(USER, &both, Duration::from_secs(600))
+        .await
+        .unwrap();
+    assert!(young.marked.is_empty(), "{young:?}");
     ns.delete().await;
 }
 
 #[tokio::test]
-async fn content_is_garbage_collected_when_its_last_owner_goes() {
+async fn content_two_kinds_use_is_released_by_one_and_kept_for_the_other() {
     let client = testkit::client().await;
-    let ns = TestNamespace::create(&client, "content-gc").await;
+    let ns = TestNamespace::create(&client, "content-kinds").await;
     let api: Api<ConfigMap> = ns.api();
     let store = Store::new(client.clone(), ns.name()).with_chunk_size(1024);
-    let first = owner(&api, "first").await;
-    let second = owner(&api, "second").await;
-    let content = small_content("gc me");
-    let other = small_content("keep me");
-    store.write(&content, &first).await.unwrap();
-    store.write(&content, &second).await.unwrap();
-    store.write(&other, &second).await.unwrap();
-
-    api.delete("first", &DeleteParams::background())
-        .await
-        .unwrap();
-    // Give the collector time to (wrongly) act, then check the content survived.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(store.read(content.digest()).await.unwrap(), content);
-    let owners: Vec<String> = chunks(&api, &content).await[0]
-        .owner_references()
-        .iter()
-        .map(|o| o.name.clone())
-        .collect();
-    assert_eq!(owners, ["second"]);
-
-    api.delete("second", &DeleteParams::background())
-        .await
-        .unwrap();
-    let digest = content.digest().clone();
-    testkit::wait_for(
-        "the garbage collector to delete the content",
-        Duration::from_secs(60),
-        || {
-            let store = store.clone();
-            let digest = digest.clone();
-            async move {
-                match store.read(&digest).await {
-                    Err(StoreError::NotFound { .. }) => Ok(()),
-                    other => Err(format!("{other:?}")),
-                }
-            }
-        },
-    )
-    .await;
-    testkit::wait_for(
-        "the other content to go too",
-        Duration::from_secs(60),
-        || {
-            let store = store.clone();
-            let digest = other.digest().clone();
-            async move {
-                match store.stat(&digest).await {
-                    Ok(None) => Ok(()),
-                    other => Err(format!("{other:?}")),
-                }
-            }
-        },
-    )
-    .await;
-    ns.delete().await;
-}
-
-#[tokio::test]
-async fn removing_the_last_owner_deletes_the_content_and_others_keep_theirs() {
-    let client = testkit::client().await;
-    let ns = TestNamespace::create(&client, "content-remove").await;
-    let api: Api<ConfigMap> = ns.api();
-    let store = Store::new(client.clone(), ns.name()).with_chunk_size(1024);
-    let first = owner(&api, "first").await;
-    let second = owner(&api, "second").await;
     let content = random_content(2500);
-    store.write(&content, &first).await.unwrap();
-    store.add_owner(content.digest(), &second).await.unwrap();
+    store.write(&content, USER).await.unwrap();
+    store.write(&content, "Catalog").await.unwrap();
+    let nothing = std::collections::BTreeSet::new();
 
-    store
-        .remove_owner(content.digest(), &first.uid)
-        .await
-        .unwrap();
+    store.sweep(USER, &nothing, Duration::ZERO).await.unwrap();
+    let second = store.sweep(USER, &nothing, Duration::ZERO).await.unwrap();
+    assert_eq!(second.released, [content.digest().to_string()].into());
+    assert!(second.deleted.is_empty());
     for object in chunks(&api, &content).await {
-        assert_eq!(object.owner_references(), std::slice::from_ref(&second));
+        assert!(!object.labels().contains_key(&Store::used_by_label(USER)));
+        assert_eq!(object.labels()[&Store::used_by_label("Catalog")], "true");
     }
+    assert_eq!(store.read(content.digest()).await.unwrap(), content);
+
+    // The other kind lets go too: now it is deleted.
     store
-        .remove_owner(content.digest(), &second.uid)
+        .sweep("Catalog", &nothing, Duration::ZERO)
         .await
         .unwrap();
-    assert!(chunks(&api, &content).await.is_empty());
+    let last = store
+        .sweep("Catalog", &nothing, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(last.deleted, [content.digest().to_string()].into());
     assert_eq!(store.stat(content.digest()).await.unwrap(), None);
     ns.delete().await;
 }
@@ -344,7 +324,6 @@ async fn a_chunk_name_taken_by_other_content_is_a_collision_not_an_overwrite() {
     let ns = TestNamespace::create(&client, "content-collide").await;
     let api: Api<ConfigMap> = ns.api();
     let store = Store::new(client.clone(), ns.name());
-    let owner = owner(&api, "owner").await;
     let content = small_content("mine");
     let squatter = ConfigMap {
         metadata: ObjectMeta {
@@ -360,7 +339,7 @@ async fn a_chunk_name_taken_by_other_content_is_a_collision_not_an_overwrite() {
         ..ConfigMap::default()
     };
     api.create(&PostParams::default(), &squatter).await.unwrap();
-    let err = store.write(&content, &owner).await.unwrap_err();
+    let err = store.write(&content, USER).await.unwrap_err();
     assert!(
         matches!(err, StoreError::Collision { .. }),
         "{}",
@@ -371,19 +350,17 @@ async fn a_chunk_name_taken_by_other_content_is_a_collision_not_an_overwrite() {
 }
 
 #[tokio::test]
-async fn an_uploaded_directory_lands_in_the_store_for_its_owner() {
+async fn an_uploaded_directory_lands_in_the_store_for_its_user() {
     let client = testkit::client().await;
     let ns = TestNamespace::create(&client, "content-upload").await;
-    let api: Api<ConfigMap> = ns.api();
     let store = Store::new(client.clone(), ns.name());
-    let owner = owner(&api, "bundle").await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
     std::fs::write(dir.path().join("manifests/ns.yaml"), "kind: Namespace").unwrap();
 
     let stored = upload(
         &store,
-        &owner,
+        USER,
         UploadInput::Directory(dir.path().to_owned()),
         &Limits::default(),
     )
@@ -404,7 +381,7 @@ async fn an_uploaded_directory_lands_in_the_store_for_its_owner() {
     let tarball = common::gzip(&common::tar(&[("manifests/ns.yaml", b"kind: Namespace")]));
     let again = upload(
         &store,
-        &owner,
+        USER,
         UploadInput::Archive(Bytes::from(tarball)),
         &Limits::default(),
     )
@@ -415,7 +392,7 @@ async fn an_uploaded_directory_lands_in_the_store_for_its_owner() {
     let evil = common::gzip(&common::tar(&[("../x", b"evil")]));
     let err = upload(
         &store,
-        &owner,
+        USER,
         UploadInput::Archive(Bytes::from(evil)),
         &Limits::default(),
     )

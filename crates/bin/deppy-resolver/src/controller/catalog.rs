@@ -44,9 +44,6 @@ pub(crate) enum Error {
     /// Storing the catalog's content failed.
     #[error("failed to store the content of Catalog {0}")]
     Store(String, #[source] content::StoreError),
-    /// The Catalog has no uid yet, so stored content could not name it as owner.
-    #[error("failed to reference Catalog {0} as the owner of its content: it has no uid")]
-    NoUid(String),
 }
 
 impl Classify for Error {
@@ -58,7 +55,6 @@ impl Classify for Error {
         match self {
             Self::Kube { .. } => "kube",
             Self::Store(..) => "store",
-            Self::NoUid(..) => "no_uid",
         }
     }
 }
@@ -589,15 +585,9 @@ async fn store(
     content: &content::Content,
 ) -> Result<ContentRef, Error> {
     let name = catalog.name_any();
-    // Not a controller reference: content is shared by digest, and an object may have only
-    // one controller, so a second Catalog with the same content could not be added.
-    let owner = catalog
-        .owner_ref(&())
-        .filter(|owner| !owner.uid.is_empty())
-        .ok_or_else(|| Error::NoUid(name.clone()))?;
     let stored = ctx
         .store
-        .write(content, &owner)
+        .write(content, CATALOG_USER)
         .await
         .map_err(|err| Error::Store(name, err))?;
     Ok(ContentRef {
@@ -605,6 +595,32 @@ async fn store(
         size: i64::try_from(stored.size).unwrap_or(i64::MAX),
         chunks: i32::try_from(stored.chunks).unwrap_or(i32::MAX),
     })
+}
+
+/// The kind of user Catalogs are to the content store: the label their content carries,
+/// and the content deppy-resolver's sweep looks after.
+pub const CATALOG_USER: &str = "Catalog";
+
+/// The content digests every Catalog of the cluster references (all, not only this
+/// instance's shard: content is shared by digest).
+pub(super) async fn referenced_content(
+    client: kube::Client,
+) -> Result<std::collections::BTreeSet<String>, String> {
+    let catalogs = Api::<Catalog>::all(client)
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(|err| kit::error_chain(&err))?;
+    Ok(catalogs
+        .items
+        .iter()
+        .filter_map(|c| {
+            c.status
+                .as_ref()?
+                .content
+                .as_ref()
+                .map(|r| r.digest.clone())
+        })
+        .collect())
 }
 
 /// Whether an image reference pins a digest (and so never needs polling).

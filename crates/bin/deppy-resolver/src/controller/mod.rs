@@ -46,6 +46,9 @@ pub struct Settings {
     /// Only Catalogs and ActiveResolutions matching this label selector are handled (for
     /// sharding, or several instances on one cluster); `None` handles all.
     pub selector: Option<String>,
+    /// How often content no Catalog references is swept from the content store (a pass
+    /// marks it, a later pass deletes it).
+    pub content_sweep_interval: Duration,
 }
 
 /// The prefix of every metric of this binary.
@@ -294,7 +297,14 @@ pub async fn run(
         "watch:activeresolutions",
     );
     let loaded = catalogs_loaded(&ctx, catalog_store.clone(), catalogs_synced, &shutdown);
+    let sweep = ctx.store.sweep_every(
+        catalog::CATALOG_USER,
+        ctx.settings.content_sweep_interval,
+        || catalog::referenced_content(ctx.client.clone()),
+        shutdown.clone().cancelled_owned(),
+    );
     futures::join!(
+        sweep,
         catalog::run(ctx.clone(), catalogs, catalog_store, shutdown.clone()),
         async {
             // The version is read while the catalogs load, so that the first resolutions

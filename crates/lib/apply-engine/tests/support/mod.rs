@@ -10,7 +10,6 @@ use std::time::Duration;
 use apply_engine::controller::{self, Context, Settings};
 use apply_engine::drift::DriftWatches;
 use apply_engine::plain::PlainFormat;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -108,17 +107,9 @@ pub async fn store_bundle(
         std::fs::write(dir.join("manifests").join(file), yaml).unwrap();
     }
     let store = content::store::Store::new(client.clone(), system_namespace);
-    let owner = OwnerReference {
-        api_version: "core.rukpak.io/v1alpha1".into(),
-        kind: "Bundle".into(),
-        name: bundle.name_any(),
-        uid: bundle.uid().unwrap(),
-        controller: None,
-        block_owner_deletion: None,
-    };
     let stored = content::upload::upload(
         &store,
-        &owner,
+        "Bundle",
         content::upload::UploadInput::Directory(dir.clone()),
         &content::Limits::default(),
     )
