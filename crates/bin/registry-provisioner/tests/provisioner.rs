@@ -13,7 +13,6 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use registry_provisioner::render;
 use rukpak_api::conditions::{TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED};
 use rukpak_api::{BundleDeployment, bundle_name, template_hash};
 use serde_json::json;
@@ -47,18 +46,10 @@ impl TestBundle {
     fn new() -> Self {
         let id = unique_name("own");
         let group = format!("{id}.example.com");
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/own-namespace/bundle");
-        let files = render::read_dir(&root)
-            .unwrap()
-            .into_iter()
-            .map(|(path, bytes)| {
-                let text = String::from_utf8(bytes)
-                    .unwrap()
-                    .replace("own.example.com", &group)
-                    .replace("own-namespace-operator", &id);
-                (path, text.into_bytes())
-            })
-            .collect();
+        let files = support::golden_bundle(
+            "own-namespace",
+            &[("own.example.com", &group), ("own-namespace-operator", &id)],
+        );
         Self {
             namespace: format!("{id}-system"),
             operator: format!("{id}-controller-manager"),

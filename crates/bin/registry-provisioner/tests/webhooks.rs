@@ -12,7 +12,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
@@ -22,7 +21,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
-use registry_provisioner::render;
 use rukpak_api::BundleDeployment;
 use rukpak_api::conditions::TYPE_INSTALLED;
 use serde_json::{Value, json};
@@ -64,19 +62,10 @@ impl WebhookBundle {
     fn new() -> Self {
         let id = unique_name("hooks");
         let group = format!("{id}.example.com");
-        let root =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/webhooks-builtin/bundle");
-        let files = render::read_dir(&root)
-            .unwrap()
-            .into_iter()
-            .map(|(path, bytes)| {
-                let text = String::from_utf8(bytes)
-                    .unwrap()
-                    .replace("example.com", &group)
-                    .replace("widget-operator", &id);
-                (path.replace("example.com", &group), text.into_bytes())
-            })
-            .collect();
+        let files = support::golden_bundle(
+            "webhooks-builtin",
+            &[("example.com", &group), ("widget-operator", &id)],
+        );
         Self {
             namespace: format!("{id}-system"),
             service: format!("{id}-controller-manager-service"),

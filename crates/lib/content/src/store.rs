@@ -441,11 +441,7 @@ impl Store {
             .api
             .list_metadata(&ListParams::default().labels(&selector))
             .await
-            .map_err(|err| StoreError::Api {
-                verb: "list",
-                object: format!("{}/* with {selector}", self.namespace),
-                source: err,
-            })?;
+            .map_err(|err| self.list_err(&selector, err))?;
         let chunks: Vec<ChunkMeta> = listed
             .items
             .iter()
@@ -625,11 +621,7 @@ impl Store {
             .api
             .list(&ListParams::default().labels(&selector))
             .await
-            .map_err(|err| StoreError::Api {
-                verb: "list",
-                object: format!("{}/* with {selector}", self.namespace),
-                source: err,
-            })?;
+            .map_err(|err| self.list_err(&selector, err))?;
         Ok(list
             .items
             .into_iter()
@@ -775,6 +767,14 @@ impl Store {
 
     fn object(&self, name: &str) -> String {
         format!("{}/{name}", self.namespace)
+    }
+
+    fn list_err(&self, selector: &str, err: kube::Error) -> StoreError {
+        StoreError::Api {
+            verb: "list",
+            object: format!("{}/* with {selector}", self.namespace),
+            source: err,
+        }
     }
 
     fn api_err(&self, verb: &'static str, name: &str, err: kube::Error) -> StoreError {

@@ -13,6 +13,28 @@ use testkit::stack::Stack;
 /// The provisioner class of registry+v1 bundles.
 pub const CLASS: &str = "core-rukpak-io-registry";
 
+/// The files of the golden case `case`'s bundle with every `(from, to)` replaced in their
+/// contents, in order, so tests can give it names of their own (paths are kept).
+pub fn golden_bundle(case: &str, replacements: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(case)
+        .join("bundle");
+    let replace = |text: String| {
+        replacements
+            .iter()
+            .fold(text, |text, (from, to)| text.replace(from, to))
+    };
+    registry_provisioner::render::read_dir(&root)
+        .unwrap()
+        .into_iter()
+        .map(|(path, bytes)| {
+            let text = replace(String::from_utf8(bytes).unwrap());
+            (path, text.into_bytes())
+        })
+        .collect()
+}
+
 /// Pushes `files` as a one-layer image to `repository` (`name:tag`) and returns its
 /// reference.
 pub fn push_bundle(
