@@ -90,7 +90,8 @@ pub enum ApplyError {
     /// The servers behind the bundle's webhooks or API services are not ready, so those
     /// were not registered (a webhook without its server can block writes cluster-wide).
     #[error(
-        "webhooks and API services are not registered until their servers are ready, and after {timeout:?}: {}",
+        "webhooks and API services are not registered until their servers are ready, and after {} s: {}",
+        .timeout.as_secs(),
         join_lines(.waiting)
     )]
     BackendsNotReady {

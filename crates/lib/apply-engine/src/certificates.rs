@@ -187,36 +187,35 @@ fn consumer_resource(object: &DynamicObject) -> Option<ApiResource> {
     Some(ApiResource::from_gvk_with_plural(&gvk, plural))
 }
 
-/// The `caBundle` fields of a consumer: pointers into the object.
-fn ca_bundle_pointers(object: &Value) -> Vec<String> {
-    match object.get("kind").and_then(Value::as_str) {
-        Some("ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration") => (0..object
+/// The `caBundle` fields of a consumer of `kind` whose data is `data`: pointers into it.
+fn ca_bundle_pointers(kind: &str, data: &Value) -> Vec<String> {
+    match kind {
+        "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => (0..data
             .get("webhooks")
             .and_then(Value::as_array)
             .map_or(0, Vec::len))
             .map(|i| format!("/webhooks/{i}/clientConfig"))
             .collect(),
-        Some("CustomResourceDefinition") => object
+        "CustomResourceDefinition" => data
             .pointer("/spec/conversion/webhook/clientConfig")
             .map(|_| vec!["/spec/conversion/webhook/clientConfig".to_owned()])
             .unwrap_or_default(),
-        Some("APIService") => vec!["/spec".to_owned()],
+        "APIService" => vec!["/spec".to_owned()],
         _ => Vec::new(),
     }
 }
 
-/// The trust bundles a live consumer holds (PEM), one per `caBundle` field; `None` where a
-/// field is missing or unreadable. Pure.
-pub fn live_bundles(object: &Value) -> Vec<Option<String>> {
-    let pointers = ca_bundle_pointers(object);
+/// The trust bundles a live consumer of `kind` holds (PEM), one per `caBundle` field;
+/// `None` where a field is missing or unreadable. Pure.
+pub fn live_bundles(kind: &str, data: &Value) -> Vec<Option<String>> {
+    let pointers = ca_bundle_pointers(kind, data);
     if pointers.is_empty() {
         return vec![None];
     }
     pointers
         .iter()
         .map(|pointer| {
-            object
-                .pointer(&format!("{pointer}/caBundle"))
+            data.pointer(&format!("{pointer}/caBundle"))
                 .and_then(Value::as_str)
                 .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
                 .and_then(|bytes| String::from_utf8(bytes).ok())
@@ -227,12 +226,8 @@ pub fn live_bundles(object: &Value) -> Vec<Option<String>> {
 /// Writes the trust bundle into every `caBundle` field of a consumer. Pure.
 fn inject(object: &mut DynamicObject, trust_bundle: &str) {
     let encoded = base64::engine::general_purpose::STANDARD.encode(trust_bundle);
-    let mut value = json!({"kind": kind_of(object).1});
-    value
-        .as_object_mut()
-        .into_iter()
-        .for_each(|map| map.extend(object.data.as_object().cloned().unwrap_or_default()));
-    for pointer in ca_bundle_pointers(&value) {
+    let kind = kind_of(object).1.to_owned();
+    for pointer in ca_bundle_pointers(&kind, &object.data) {
         if let Some(Value::Object(map)) = object.data.pointer_mut(&pointer) {
             map.insert("caBundle".to_owned(), Value::String(encoded.clone()));
         }
@@ -334,13 +329,7 @@ pub async fn provide(
                 source,
             })?;
         match found {
-            Some(found) => {
-                let mut value = found.data.clone();
-                if let Value::Object(map) = &mut value {
-                    map.insert("kind".to_owned(), json!(kind_of(object).1));
-                }
-                live.extend(live_bundles(&value));
-            }
+            Some(found) => live.extend(live_bundles(kind_of(object).1, &found.data)),
             None => live.push(None),
         }
     }
@@ -471,10 +460,8 @@ mod tests {
         inject(&mut crd, "PEM");
         assert_eq!(crd.data["spec"].get("conversion"), None);
 
-        let mut value = webhooks.data.clone();
-        value["kind"] = json!("MutatingWebhookConfiguration");
         assert_eq!(
-            live_bundles(&value),
+            live_bundles("MutatingWebhookConfiguration", &webhooks.data),
             [Some("PEM".to_owned()), Some("PEM".to_owned())]
         );
     }

@@ -15,7 +15,8 @@
 //!   precondition. A writer that reuses marked content clears the mark on every chunk
 //!   first, which changes its resourceVersion, so a sweep can never delete a chunk a writer
 //!   has just relied on; a chunk already deleted is created again. (Content written before
-//!   this scheme is owned through ownerReferences and still goes with its owners.)
+//!   this scheme is owned through ownerReferences: the first writer to reuse it drops them,
+//!   so it is swept from then on; until then it goes with its owners.)
 //! - Chunk 0 is written last: when it exists, all chunks were written.
 //! - Every read verifies every chunk and the whole digest; a missing or corrupted chunk
 //!   is an error, never returned as content. A writer that finds a corrupted chunk
@@ -29,7 +30,7 @@ use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
@@ -290,7 +291,7 @@ impl Store {
                 });
             }
             if chunk_data(&existing).is_some_and(|bytes| Digest::of(bytes) == chunk_digest) {
-                match self.claim(&existing, &name, label).await? {
+                match self.claim(digest, &existing, &name, label).await? {
                     Claim::Kept => return Ok(()),
                     // Swept in between: create it again.
                     Claim::Gone => continue,
@@ -298,7 +299,7 @@ impl Store {
             }
             // Same name and digest, wrong bytes: the chunk is corrupted. Immutable data
             // cannot be fixed in place, so replace the object, keeping its labels of other
-            // users and its owners.
+            // users.
             tracing::warn!(chunk = %self.object(&name), "replacing corrupted content chunk");
             kept = Kept {
                 labels: existing
@@ -309,11 +310,6 @@ impl Store {
                     .into_iter()
                     .filter(|(key, _)| key.starts_with(LABEL_USED_BY_PREFIX))
                     .collect(),
-                owners: existing
-                    .metadata
-                    .owner_references
-                    .clone()
-                    .unwrap_or_default(),
             };
             let delete = DeleteParams {
                 preconditions: Some(Preconditions {
@@ -366,7 +362,6 @@ impl Store {
                     (ANNOTATION_CHUNK_DIGEST.to_owned(), chunk_digest.to_string()),
                     (ANNOTATION_SIZE.to_owned(), content.size().to_string()),
                 ])),
-                owner_references: Some(kept.owners.clone()).filter(|o| !o.is_empty()),
                 ..ObjectMeta::default()
             },
             immutable: Some(true),
@@ -378,50 +373,68 @@ impl Store {
         }
     }
 
-    /// Makes an existing, verified chunk this user's: adds the user's label and clears a
-    /// sweep's mark, in one merge patch guarded by the resourceVersion read (metadata of
-    /// immutable ConfigMaps can change). Nothing is written when both are already so.
+    /// Makes an existing, verified chunk this user's: adds the user's label, clears a
+    /// sweep's mark and drops ownerReferences (content stored before the mark and sweep was
+    /// owned by the Bundles that wrote it; left there, the garbage collector would delete it
+    /// when those go, under the sharers that wrote nothing). One merge patch, guarded by the
+    /// resourceVersion read (metadata of immutable ConfigMaps can change); nothing is
+    /// written when the chunk is already so. A conflict (a sweep marking it, another writer)
+    /// reads it again, a few times at most.
     async fn claim(
         &self,
+        digest: &Digest,
         existing: &ConfigMap,
         name: &str,
         label: &str,
     ) -> Result<Claim, StoreError> {
-        let labelled = existing
-            .metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key(label));
-        let marked = annotation(existing, ANNOTATION_UNREFERENCED_SINCE).is_some();
-        if labelled && !marked {
-            return Ok(Claim::Kept);
-        }
-        let patch = json!({ "metadata": {
-            "resourceVersion": existing.metadata.resource_version,
-            "labels": { label: "true" },
-            "annotations": { ANNOTATION_UNREFERENCED_SINCE: null },
-        }});
-        match self
-            .api
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-        {
-            Ok(_) => Ok(Claim::Kept),
-            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Claim::Gone),
-            // Changed since read (another writer, or a sweep marking it): look again.
-            Err(kube::Error::Api(status)) if status.is_conflict() => {
-                match self
-                    .api
-                    .get_opt(name)
-                    .await
-                    .map_err(|err| self.api_err("get", name, err))?
-                {
-                    Some(again) => Box::pin(self.claim(&again, name, label)).await,
-                    None => Ok(Claim::Gone),
-                }
+        let mut current = existing.clone();
+        for _ in 0..REPLACE_ATTEMPTS {
+            let labelled = current
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(label));
+            let marked = annotation(&current, ANNOTATION_UNREFERENCED_SINCE).is_some();
+            let owned = current
+                .metadata
+                .owner_references
+                .as_ref()
+                .is_some_and(|o| !o.is_empty());
+            if labelled && !marked && !owned {
+                return Ok(Claim::Kept);
             }
-            Err(err) => Err(self.api_err("patch", name, err)),
+            let patch = json!({ "metadata": {
+                "resourceVersion": current.metadata.resource_version,
+                "labels": { label: "true" },
+                "annotations": { ANNOTATION_UNREFERENCED_SINCE: null },
+                "ownerReferences": null,
+            }});
+            match self
+                .api
+                .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+            {
+                Ok(_) => return Ok(Claim::Kept),
+                Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(Claim::Gone),
+                Err(kube::Error::Api(status)) if status.is_conflict() => {
+                    match self
+                        .api
+                        .get_opt(name)
+                        .await
+                        .map_err(|err| self.api_err("get", name, err))?
+                    {
+                        Some(again) => current = again,
+                        None => return Ok(Claim::Gone),
+                    }
+                }
+                Err(err) => return Err(self.api_err("patch", name, err)),
+            }
         }
+        Err(StoreError::Corrupt {
+            digest: digest.clone(),
+            object: self.object(name),
+            reason: "its metadata kept changing while it was being claimed".to_owned(),
+        })
     }
 
     /// One pass of the mark and sweep of content used by objects of kind `user`: content no
@@ -825,12 +838,10 @@ struct Chunk<'a> {
     digest: &'a Digest,
 }
 
-/// What a corrupted chunk's replacement keeps of it: the labels of other users, and owners
-/// (content written before the mark and sweep is owned through ownerReferences).
+/// What a corrupted chunk's replacement keeps of it: the labels of its other users.
 #[derive(Default)]
 struct Kept {
     labels: BTreeMap<String, String>,
-    owners: Vec<OwnerReference>,
 }
 
 /// What [`Store::claim`] found.

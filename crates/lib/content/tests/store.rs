@@ -401,3 +401,63 @@ async fn an_uploaded_directory_lands_in_the_store_for_its_user() {
     assert!(err.is_terminal(), "{}", report(&err));
     ns.delete().await;
 }
+
+/// Content stored before the mark and sweep is owned by the Bundles that wrote it. The first
+/// writer to reuse it drops those owners: left there, the garbage collector would delete the
+/// content when they go, under sharers that never wrote.
+#[tokio::test]
+async fn content_owned_the_old_way_loses_its_owners_when_reused() {
+    let client = testkit::client().await;
+    let ns = TestNamespace::create(&client, "content-migrate").await;
+    let api: Api<ConfigMap> = ns.api();
+    let store = Store::new(client.clone(), ns.name()).with_chunk_size(1024);
+    let content = random_content(2500);
+    store.write(&content, USER).await.unwrap();
+    let owner = api
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("old-bundle".to_owned()),
+                    ..ObjectMeta::default()
+                },
+                ..ConfigMap::default()
+            },
+        )
+        .await
+        .unwrap();
+    let owners = serde_json::json!({ "metadata": { "ownerReferences": [{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "old-bundle", "uid": owner.uid().unwrap(),
+    }]}});
+    for object in chunks(&api, &content).await {
+        api.patch(
+            &object.name_any(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&owners),
+        )
+        .await
+        .unwrap();
+    }
+    assert!(
+        chunks(&api, &content)
+            .await
+            .iter()
+            .all(|o| !o.owner_references().is_empty())
+    );
+
+    store.write(&content, USER).await.unwrap();
+    for object in chunks(&api, &content).await {
+        assert!(
+            object.owner_references().is_empty(),
+            "{}",
+            object.name_any()
+        );
+    }
+    // The old owner goes; the content stays for the sharers.
+    api.delete("old-bundle", &DeleteParams::background())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(store.read(content.digest()).await.unwrap(), content);
+    ns.delete().await;
+}
