@@ -448,3 +448,160 @@ async fn drift_is_repaired_and_every_controller_can_restart_mid_flow() {
     }
     delete_po(&client, name).await;
 }
+
+/// The pending revision a child BundleDeployment shows, once it shows one.
+async fn pending_digest(client: &Client, child: &str) -> Result<String, String> {
+    let bd = Api::<BundleDeployment>::all(client.clone())
+        .get_opt(child)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or(format!("{child} not created yet"))?;
+    bd.status
+        .and_then(|s| s.pending_revision)
+        .map(|p| p.digest)
+        .ok_or(format!("{child} has no pending revision"))
+}
+
+async fn approve_on_po(client: &Client, name: &str, digest: &str) {
+    Api::<PlatformOperator>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "approvedRevision": digest } })),
+        )
+        .await
+        .unwrap();
+}
+
+async fn wait_pending(client: &Client, child: &str) -> String {
+    wait_for(&format!("{child} to wait for approval"), TIMEOUT, || {
+        pending_digest(client, child)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn with_manual_approval_nothing_runs_until_each_revision_is_approved_on_the_platform_operator()
+ {
+    let _serial = SERIAL.lock().await;
+    let env = env().await;
+    let client = testkit::client().await;
+    let name = "memcached-manual";
+    let po = PlatformOperator {
+        metadata: env.metadata(name),
+        spec: serde_json::from_value(json!({
+            "package": { "name": sample::MEMCACHED, "versionRange": "<0.2.0" },
+            "upgradeApproval": "Manual",
+        }))
+        .unwrap(),
+        status: None,
+    };
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
+
+    // Every child waits, each with the digest of its own content; nothing is installed.
+    let mut approved = Vec::new();
+    for child in [sample::METRICS_BD, sample::MEMCACHED_BD] {
+        let digest = wait_pending(&client, child).await;
+        let (status, reason, message) =
+            wait_for("the PlatformOperator to say it waits", TIMEOUT, || async {
+                match installed(&client, name).await? {
+                    (s, r, m) if r == reasons::AWAITING_APPROVAL && m.contains("sha256:") => {
+                        Ok((s, r, m))
+                    }
+                    other => Err(format!("{other:?}")),
+                }
+            })
+            .await;
+        assert_eq!(status, "False", "{reason}: {message}");
+        for (namespace, deployment) in [MEMCACHED, METRICS_AGENT] {
+            let running = Api::<Deployment>::namespaced(client.clone(), namespace)
+                .get_opt(deployment)
+                .await
+                .unwrap();
+            let expected = approved.contains(&namespace);
+            assert_eq!(
+                running.is_some(),
+                expected,
+                "{namespace}/{deployment} before approval of {child}"
+            );
+        }
+        // Approving on the PlatformOperator reaches the child, which applies that digest.
+        approve_on_po(&client, name, &digest).await;
+        wait_for(&format!("{child} installed"), TIMEOUT, || async {
+            let bd = Api::<BundleDeployment>::all(client.clone())
+                .get(child)
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = bd.status.unwrap_or_default();
+            let active_digest = status
+                .revisions
+                .iter()
+                .find(|r| Some(&r.bundle) == status.active_bundle.as_ref())
+                .map(|r| r.digest.clone());
+            (active_digest.as_deref() == Some(digest.as_str()))
+                .then_some(())
+                .ok_or(format!("{:?}", status.revisions))
+        })
+        .await;
+        approved.push(if child == sample::METRICS_BD {
+            METRICS_AGENT.0
+        } else {
+            MEMCACHED.0
+        });
+    }
+    wait_installed(&client, name).await;
+    wait_available(&client, MEMCACHED).await;
+
+    // An upgrade waits too, while the installed version keeps running.
+    Api::<PlatformOperator>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "package": { "versionRange": ">=0.2.0" } } })),
+        )
+        .await
+        .unwrap();
+    let upgrade = wait_for("the upgrade to wait for approval", TIMEOUT, || async {
+        let digest = pending_digest(&client, sample::MEMCACHED_BD).await?;
+        match installed(&client, name).await? {
+            (s, r, m) if s == "True" && r == reasons::AWAITING_APPROVAL && m.contains(&digest) => {
+                Ok(digest)
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let active_digest = || async {
+        let bd = Api::<BundleDeployment>::all(client.clone())
+            .get(sample::MEMCACHED_BD)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = bd.status.unwrap_or_default();
+        status
+            .revisions
+            .iter()
+            .find(|r| Some(&r.bundle) == status.active_bundle.as_ref())
+            .map(|r| r.digest.clone())
+            .ok_or(format!("no active revision: {:?}", status.revisions))
+    };
+    assert_ne!(
+        active_digest().await.unwrap(),
+        upgrade,
+        "not applied before approval"
+    );
+    approve_on_po(&client, name, &upgrade).await;
+    wait_for("the approved upgrade to run", TIMEOUT, || async {
+        let now = active_digest().await?;
+        (now == upgrade).then_some(()).ok_or(now)
+    })
+    .await;
+    // A dependency the new resolution moved would wait for its own approval.
+    if let Ok(digest) = pending_digest(&client, sample::METRICS_BD).await {
+        approve_on_po(&client, name, &digest).await;
+    }
+    wait_installed(&client, name).await;
+    delete_po(&client, name).await;
+}

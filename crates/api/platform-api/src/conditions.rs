@@ -55,6 +55,10 @@ pub mod reasons {
     pub const INSTALL_FAILED: &str = "InstallFailed";
     /// The package is installed and healthy.
     pub const INSTALL_SUCCESSFUL: &str = "InstallSuccessful";
+    /// Installed (True, or False before the first install): with `upgradeApproval:
+    /// Manual`, a BundleDeployment of the operator has a revision waiting for
+    /// `spec.approvedRevision`; the message names it and its digest.
+    pub const AWAITING_APPROVAL: &str = "AwaitingApproval";
     /// Another PlatformOperator already installs this package (directly or as a
     /// dependency); this one installs nothing until that changes.
     pub const DUPLICATE_PACKAGE: &str = "DuplicatePackage";

@@ -17,7 +17,7 @@ pub use cluster_version::{
     UpdateHistory,
 };
 pub use platform_operator::{
-    ActiveBundleDeployment, InstalledBundle, OperatorConfig, Package, PlatformOperator,
+    ActiveBundleDeployment, Approval, InstalledBundle, OperatorConfig, Package, PlatformOperator,
     PlatformOperatorSpec, PlatformOperatorStatus, UpgradeConstraintPolicy,
 };
 
@@ -52,6 +52,11 @@ pub const BUNDLE_VERSION_ANNOTATION: &str = "platform.openshift.io/bundle-versio
 /// for the resolution activator's PlatformOperator class to pass to the BundleDeployment
 /// of the PlatformOperator's own package (as `spec.config.deploymentConfig`).
 pub const CONFIG_ANNOTATION: &str = "platform.openshift.io/config";
+
+/// Annotation on a PlatformOperator's ActiveResolution holding its approval settings
+/// (`upgradeApproval`, `approvedRevision`) as JSON, for the resolution activator's
+/// PlatformOperator class to set on every child BundleDeployment.
+pub const APPROVAL_ANNOTATION: &str = "platform.openshift.io/approval";
 
 /// The name base of the child BundleDeployment that installs `package` for a
 /// PlatformOperator (before fitting to the BundleDeployment name limit): `package-<package>`.

@@ -45,6 +45,31 @@ pub struct PlatformOperatorSpec {
     /// package (not to its dependencies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<OperatorConfig>,
+    /// `Automatic` (default) installs and upgrades as soon as a bundle is resolved.
+    /// `Manual`: each BundleDeployment of the operator (its own package and its
+    /// dependencies) waits with a new revision until `approvedRevision` names that
+    /// revision's content digest; the `Installed` condition shows the digest waiting, and
+    /// `rukpak-core plan package-<package>` what it would change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_approval: Option<rukpak_api::UpgradeApproval>,
+    /// With `upgradeApproval: Manual`, the content digest (`sha256:...`) of the revision
+    /// approved. A revision with any other digest is not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^sha256:[a-f0-9]{64}$"))]
+    pub approved_revision: Option<String>,
+}
+
+/// The approval settings a PlatformOperator passes to its BundleDeployments (as the
+/// [`crate::APPROVAL_ANNOTATION`] of its ActiveResolution).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    /// See [`PlatformOperatorSpec::upgrade_approval`].
+    #[serde(default)]
+    pub upgrade_approval: rukpak_api::UpgradeApproval,
+    /// See [`PlatformOperatorSpec::approved_revision`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_revision: Option<String>,
 }
 
 /// Settings for how an operator runs.

@@ -19,10 +19,12 @@ use serde::{Deserialize, Serialize};
     plural = "bundles",
     status = "BundleStatus",
     doc = "Content to unpack from one source, and the provisioner class that understands its format. Cluster-scoped; the spec is immutable.",
+    printcolumn(name = "Revision", type_ = "string", json_path = ".metadata.labels.core\\.rukpak\\.io/revision"),
     printcolumn(name = "Type", type_ = "string", json_path = ".spec.source.type"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(name = "Provisioner", type_ = "string", json_path = ".spec.provisionerClassName"),
+    printcolumn(name = "Outcome", type_ = "string", json_path = ".status.revisionOutcome"),
     printcolumn(name = "Digest", type_ = "string", json_path = ".status.content.digest", priority = 1),
     validation = Rule::new("self.metadata.name.size() <= 52").message("metadata.name: Too long: may not be longer than 52 characters"),
     validation = Rule::new("self.spec == oldSelf.spec").message("spec is immutable: create a new Bundle instead"),
@@ -294,4 +296,9 @@ pub struct BundleStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "api_common::conditions_schema")]
     pub conditions: Vec<Condition>,
+
+    /// For a BundleDeployment's Bundle: what became of it as a revision (`Progressing`,
+    /// `Healthy`, `Unhealthy`, `Failed`, `Superseded`), written by the provisioner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_outcome: Option<crate::bundle_deployment::RevisionOutcome>,
 }

@@ -29,6 +29,7 @@ use crate::bundle::BundleSpec;
     printcolumn(name = "Healthy", type_ = "string", json_path = ".status.conditions[?(@.type==\"Healthy\")].status"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(name = "Provisioner", type_ = "string", json_path = ".spec.provisionerClassName", priority = 1),
+    printcolumn(name = "Pending", type_ = "string", json_path = ".status.pendingRevision.digest", priority = 1),
     validation = Rule::new("self.metadata.name.size() <= 45").message("metadata.name: Too long: may not be longer than 45 characters"),
 )]
 #[serde(rename_all = "camelCase")]
@@ -81,6 +82,94 @@ pub struct BundleDeploymentSpec {
     /// over.
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+
+    /// How many superseded revisions (Bundles) to keep besides the one being installed and
+    /// the one running, newest first. Their content stays in the content store, so a
+    /// rollback to them fetches nothing. Default 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
+    pub revision_history_limit: Option<i32>,
+
+    /// Health rules for kinds the built-in rules do not know, or overriding them: for
+    /// objects of a group and kind (optionally one name, or matching labels), CEL
+    /// expressions over the live object decide when it is ready and when it has failed.
+    /// They gate the apply phases and decide the `Healthy` condition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub health_checks: Vec<HealthCheck>,
+
+    /// How long a revision may take to pass every probe (phases written, objects ready)
+    /// before it is reported `Installed=False` with reason `ProgressDeadlineExceeded`
+    /// (and rolled back with `rollbackOnFailure`). No deadline when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub progress_deadline_seconds: Option<i32>,
+
+    /// When a revision fails (its apply is refused, a probe reports failure, or it misses
+    /// `progressDeadlineSeconds`), re-apply the last revision that was healthy, from its
+    /// stored content, instead of leaving the cluster half way. The failed revision is not
+    /// tried again until the template changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_on_failure: Option<bool>,
+
+    /// `Automatic` (default) applies every new revision. `Manual` unpacks and analyses a
+    /// revision whose content differs from what runs, then waits (`Progressing=False`,
+    /// reason `AwaitingApproval`, the revision and its changes in `status.pendingRevision`)
+    /// until `approvedRevision` names its digest.
+    #[serde(default)]
+    pub upgrade_approval: UpgradeApproval,
+
+    /// The content digest (`sha256:...`) of the revision an administrator approved, with
+    /// `upgradeApproval: Manual`. Only a revision with exactly this digest is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^sha256:[a-f0-9]{64}$"))]
+    pub approved_revision: Option<String>,
+}
+
+/// Whether new revisions are applied without a person's approval.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+pub enum UpgradeApproval {
+    /// Apply each new revision as soon as it is unpacked.
+    #[default]
+    Automatic,
+    /// Wait until `spec.approvedRevision` names the new revision's digest.
+    Manual,
+}
+
+/// A health rule for one kind of object, in CEL over the live object (bound as `self`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthCheck {
+    /// API group of the objects; empty for the core group.
+    #[serde(default)]
+    #[schemars(length(max = 253))]
+    pub group: String,
+
+    /// Kind of the objects, e.g. `Certificate`.
+    #[schemars(length(min = 1, max = 63))]
+    pub kind: String,
+
+    /// Only the object of this name; every object of the kind when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub name: Option<String>,
+
+    /// Only objects carrying all these labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub match_labels: BTreeMap<String, String>,
+
+    /// CEL expression, true when the object is ready, e.g.
+    /// `self.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')`.
+    #[schemars(length(min = 1, max = 4096))]
+    pub ready: String,
+
+    /// CEL expression, true when the object has failed and will not recover by waiting.
+    /// Checked before `ready`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096))]
+    pub failed: Option<String>,
 }
 
 /// What deleting a BundleDeployment does to the objects it installed.
@@ -215,10 +304,101 @@ pub struct BundleDeploymentStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
-    /// `HasValidBundle`, `Installed` and `Healthy`.
+    /// `HasValidBundle`, `Installed`, `Healthy` and `Progressing`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "api_common::conditions_schema")]
     pub conditions: Vec<Condition>,
+
+    /// The most recent revisions, oldest first: which Bundle, its content digest, and what
+    /// became of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<RevisionRecord>,
+
+    /// With `upgradeApproval: Manual`: the revision waiting for approval and what applying
+    /// it would change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_revision: Option<PendingRevision>,
+}
+
+/// What became of one revision.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+pub enum RevisionOutcome {
+    /// Being applied, or waiting for its probes.
+    Progressing,
+    /// Every object applied and passing its probes.
+    Healthy,
+    /// Applied, but not every object is healthy.
+    Unhealthy,
+    /// Refused, failed a probe, or missed the progress deadline; not retried until the
+    /// template changes.
+    Failed,
+    /// Replaced by a newer revision.
+    Superseded,
+}
+
+impl RevisionOutcome {
+    /// The name, as in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevisionOutcome::Progressing => "Progressing",
+            RevisionOutcome::Healthy => "Healthy",
+            RevisionOutcome::Unhealthy => "Unhealthy",
+            RevisionOutcome::Failed => "Failed",
+            RevisionOutcome::Superseded => "Superseded",
+        }
+    }
+}
+
+/// One revision of a BundleDeployment.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionRecord {
+    /// Revision number (the Bundle's `core.rukpak.io/revision` label).
+    pub revision: i64,
+    /// The Bundle.
+    pub bundle: String,
+    /// Digest of its content.
+    pub digest: String,
+    /// What became of it.
+    pub outcome: RevisionOutcome,
+    /// When it started to be applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    /// When it first passed every probe: a revision with this set is a known-good one to
+    /// roll back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_healthy: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    /// Why it failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A revision that waits for approval, and what applying it would change.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRevision {
+    /// Revision number.
+    pub revision: i64,
+    /// The Bundle.
+    pub bundle: String,
+    /// The digest to write into `spec.approvedRevision` to approve it.
+    pub digest: String,
+    /// Objects it would create.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<String>,
+    /// Objects it would change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+    /// Objects it would remove.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    /// Every RBAC permission it would grant that is not granted now, cluster-wide ones
+    /// first, e.g. `cluster-wide (ClusterRole foo): create, delete apps/deployments`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions_added: Vec<String>,
+    /// Writes the API server refused in a dry run: applying would fail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// One applied object.

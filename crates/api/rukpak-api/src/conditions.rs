@@ -49,4 +49,19 @@ pub mod reasons {
     pub const SETTLED: &str = "Settled";
     /// Progressing is False: a failure stopped progress; the failing condition says why.
     pub const STALLED: &str = "Stalled";
+    /// Progressing: a phase's objects have been written and the next phase waits for them
+    /// to pass their probes; the message names the phase and the objects.
+    pub const WAITING_FOR_PROBES: &str = "WaitingForProbes";
+    /// Progressing is False: with `upgradeApproval: Manual`, a new revision waits for
+    /// `spec.approvedRevision` to name its digest.
+    pub const AWAITING_APPROVAL: &str = "AwaitingApproval";
+    /// Installed is False: the revision did not pass its probes within
+    /// `spec.progressDeadlineSeconds`.
+    pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
+    /// Installed: a revision failed and the last healthy one was applied again.
+    pub const ROLLED_BACK: &str = "RolledBack";
+    /// Healthy is False: a declared health check reported the object failed.
+    pub const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
+    /// Installed is False: `spec.healthChecks` holds an expression that does not compile.
+    pub const INVALID_HEALTH_CHECK: &str = "InvalidHealthCheck";
 }

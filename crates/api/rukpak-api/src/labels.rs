@@ -5,6 +5,8 @@
 pub const OWNER_KIND: &str = "core.rukpak.io/owner-kind";
 /// Name of the owning object.
 pub const OWNER_NAME: &str = "core.rukpak.io/owner-name";
+/// Revision number of a generated Bundle among its BundleDeployment's Bundles, from 1.
+pub const REVISION: &str = "core.rukpak.io/revision";
 /// Hash of the BundleDeployment template a Bundle was generated from.
 pub const TEMPLATE_HASH: &str = "core.rukpak.io/template-hash";
 

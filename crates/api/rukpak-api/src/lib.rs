@@ -20,7 +20,8 @@ pub use bundle::{
 };
 pub use bundle_deployment::{
     BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus, BundleTemplate,
-    CollisionProtection, DeletionPolicy, InventoryEntry, ServiceAccountRef, TemplateMetadata,
+    CollisionProtection, DeletionPolicy, HealthCheck, InventoryEntry, PendingRevision,
+    RevisionOutcome, RevisionRecord, ServiceAccountRef, TemplateMetadata, UpgradeApproval,
 };
 pub use provisioner_class::{
     ApplyIdentity, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,

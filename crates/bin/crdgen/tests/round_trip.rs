@@ -157,6 +157,7 @@ async fn bundles_of_every_source_type_round_trip() {
         }),
         observed_generation: Some(1),
         conditions: vec![condition("Unpacked", "True", "UnpackSuccessful")],
+        revision_outcome: Some(rukpak_api::RevisionOutcome::Healthy),
     };
     let git = BundleSource {
         type_: SourceType::Git,
@@ -251,6 +252,23 @@ async fn a_bundle_deployment_round_trips() {
             }),
             collision_protection: CollisionProtection::IfNoController,
             deletion_policy: DeletionPolicy::Orphan,
+            revision_history_limit: Some(3),
+            health_checks: vec![rukpak_api::HealthCheck {
+                group: "cert-manager.io".into(),
+                kind: "Certificate".into(),
+                name: None,
+                match_labels: std::collections::BTreeMap::from([("app".into(), "web".into())]),
+                ready: "self.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')"
+                    .into(),
+                failed: Some(
+                    "self.status.conditions.exists(c, c.type == 'Issuing' && c.reason == 'Failed')"
+                        .into(),
+                ),
+            }],
+            progress_deadline_seconds: Some(600),
+            rollback_on_failure: Some(true),
+            upgrade_approval: rukpak_api::UpgradeApproval::Manual,
+            approved_revision: Some(format!("sha256:{}", "b".repeat(64))),
         },
     );
     let status = BundleDeploymentStatus {
@@ -284,6 +302,29 @@ async fn a_bundle_deployment_round_trips() {
             condition("Installed", "True", "InstallationSucceeded"),
             condition("Healthy", "False", "Unhealthy"),
         ],
+        revisions: vec![rukpak_api::RevisionRecord {
+            revision: 4,
+            bundle: "etcd-5d7f9c".into(),
+            digest: format!("sha256:{}", "c".repeat(64)),
+            outcome: rukpak_api::RevisionOutcome::Failed,
+            started: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).unwrap(),
+            )),
+            last_healthy: None,
+            message: Some("did not become ready within spec.progressDeadlineSeconds (600s)".into()),
+        }],
+        pending_revision: Some(rukpak_api::PendingRevision {
+            revision: 5,
+            bundle: "etcd-8a1b2c".into(),
+            digest: format!("sha256:{}", "d".repeat(64)),
+            added: vec!["ConfigMap etcd-system/extra".into()],
+            changed: vec!["Deployment etcd-system/etcd-operator".into()],
+            removed: vec!["Service etcd-system/old".into()],
+            permissions_added: vec![
+                "cluster-wide (ClusterRole etcd-operator): get on nodes".into(),
+            ],
+            refused: Vec::new(),
+        }),
     };
     round_trip(deployment, status).await;
 }
@@ -423,6 +464,8 @@ async fn a_platform_operator_round_trips() {
             config: Some(platform_api::OperatorConfig {
                 deployment_config: Some(serde_json::json!({"nodeSelector": {"role": "infra"}})),
             }),
+            upgrade_approval: Some(rukpak_api::UpgradeApproval::Manual),
+            approved_revision: Some(format!("sha256:{}", "a".repeat(64))),
         },
     );
     let status = PlatformOperatorStatus {

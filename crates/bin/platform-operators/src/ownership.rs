@@ -229,6 +229,8 @@ mod tests {
                     ..Default::default()
                 },
                 config: None,
+                upgrade_approval: None,
+                approved_revision: None,
             },
         );
         operator.metadata.uid = Some(format!("uid-{name}"));

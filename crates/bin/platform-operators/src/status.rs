@@ -259,6 +259,21 @@ fn running(observed: &Observed<'_>, wrapper: &BundleDeployment) -> Installed {
     if let Some(failure) = health_failure(wrapper_conditions, wrapper.metadata.generation, "") {
         return failure;
     }
+    // Everything runs; an upgrade may still wait for an administrator's approval.
+    for (name, child) in observed.children {
+        let waiting = child.and_then(|c| {
+            let conditions = &c.status.as_ref()?.conditions;
+            kit::conditions::find(conditions, bd::TYPE_PROGRESSING)
+                .filter(|p| p.reason == bd::reasons::AWAITING_APPROVAL)
+        });
+        if let Some(progressing) = waiting {
+            return Installed {
+                installed: true,
+                reason: reasons::AWAITING_APPROVAL.to_owned(),
+                message: format!("BundleDeployment {name}: {}", progressing.message),
+            };
+        }
+    }
     let name = wrapper.metadata.name.as_deref().unwrap_or(observed.name);
     Installed {
         installed: true,

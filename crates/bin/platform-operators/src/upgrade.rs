@@ -263,6 +263,8 @@ mod tests {
                     upgrade_constraint_policy: policy,
                 },
                 config: None,
+                upgrade_approval: None,
+                approved_revision: None,
             },
         )
     }

@@ -225,6 +225,12 @@ pub fn wrapper(
             service_account: None,
             collision_protection: CollisionProtection::Prevent,
             deletion_policy: DeletionPolicy::Delete,
+            revision_history_limit: None,
+            health_checks: Vec::new(),
+            progress_deadline_seconds: None,
+            rollback_on_failure: None,
+            upgrade_approval: Default::default(),
+            approved_revision: None,
         },
         status: None,
     })

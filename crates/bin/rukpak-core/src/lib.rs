@@ -6,9 +6,11 @@
 //!   pinned source, report progress on the `Unpacked` condition;
 //! - [`templating`]: the BundleDeployment controller: the Bundle for the current template,
 //!   and removal of older Bundles once the provisioner has moved to the new one;
-//! - [`upload`]: content for Bundles whose source is `upload`.
+//! - [`upload`]: content for Bundles whose source is `upload`;
+//! - [`revisions`]: the `plan` and `rollback` commands.
 
 pub mod bundle;
+pub mod revisions;
 pub mod sources;
 pub mod templating;
 pub mod upload;

@@ -1,5 +1,6 @@
 //! `rukpak-core`: unpacks Bundles into the content store and drives BundleDeployment
-//! pivots (`run`), and uploads content for upload Bundles (`upload`).
+//! pivots (`run`), uploads content for upload Bundles (`upload`), shows a revision waiting
+//! for approval (`plan`) and rolls a BundleDeployment back (`rollback`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use clap::{Parser, Subcommand};
 use kit::admin::Admin;
 use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
 use kit::metrics::ReconcileMetrics;
-use rukpak_core::{bundle, error_chain, templating, upload};
+use rukpak_core::{bundle, error_chain, revisions, templating, upload};
 
 /// RukPak's core: Bundle unpacking and BundleDeployment pivots.
 #[derive(Debug, Parser)]
@@ -66,6 +67,22 @@ enum Command {
         #[arg(long, env = "CONTENT_SWEEP_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
         content_sweep_interval: std::time::Duration,
     },
+    /// Print the revision of a BundleDeployment waiting for approval
+    /// (`upgradeApproval: Manual`) and what applying it would change.
+    Plan {
+        /// The BundleDeployment.
+        bundle_deployment: String,
+    },
+    /// Point a BundleDeployment back at an earlier revision; its stored content is applied
+    /// without fetching anything.
+    Rollback {
+        /// The BundleDeployment.
+        bundle_deployment: String,
+        /// The revision to return to (see `kubectl get bundles`); default: the newest
+        /// earlier revision that was healthy.
+        #[arg(long)]
+        to_revision: Option<i64>,
+    },
     /// Upload a directory or a tar.gz as the content of a Bundle whose source is `upload`.
     Upload {
         /// The Bundle.
@@ -109,6 +126,21 @@ async fn main() -> ExitCode {
             ref bundle,
             ref path,
         } => upload_command(&args, bundle, path.clone()).await,
+        Command::Plan {
+            ref bundle_deployment,
+        } => plan_command(&args, bundle_deployment).await,
+        Command::Rollback {
+            ref bundle_deployment,
+            to_revision,
+        } => {
+            async {
+                let client = args.client.client().await.map_err(|e| error_chain(&e))?;
+                let done = revisions::rollback(&client, bundle_deployment, to_revision).await?;
+                println!("{done}");
+                Ok(())
+            }
+            .await
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -117,6 +149,17 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn plan_command(args: &Args, deployment: &str) -> Result<(), String> {
+    let client = args.client.client().await.map_err(|e| error_chain(&e))?;
+    let found = kube::Api::<rukpak_api::BundleDeployment>::all(client)
+        .get_opt(deployment)
+        .await
+        .map_err(|e| error_chain(&e))?
+        .ok_or_else(|| format!("BundleDeployment {deployment} not found"))?;
+    print!("{}", revisions::plan_text(&found));
+    Ok(())
 }
 
 async fn upload_command(args: &Args, bundle: &str, path: PathBuf) -> Result<(), String> {

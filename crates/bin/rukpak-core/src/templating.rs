@@ -1,10 +1,14 @@
-//! The BundleDeployment controller of rukpak-core: keeps exactly the Bundle of the
-//! current template, plus the one still installed until the provisioner moves off it.
+//! The BundleDeployment controller of rukpak-core: keeps the Bundle of the current
+//! template, the one installed, and a bounded history of earlier revisions.
 //!
 //! A pivot, step by step: the template changes; the Bundle `<bd>-<hash>` of the new
-//! template is created and unpacked; the provisioner applies it and sets `activeBundle`
-//! to it; then every other Bundle of the BundleDeployment is deleted here. Until then the
+//! template is created with the next revision number (label `core.rukpak.io/revision`)
+//! and unpacked; the provisioner applies it and sets `activeBundle` to it. Until then the
 //! old Bundle (and its objects) stay, so a failed pivot changes nothing on the cluster.
+//! Bundles the provisioner has tried (they carry `status.revisionOutcome`) are kept as
+//! history, the newest `spec.revisionHistoryLimit` of them: their content stays in the
+//! content store, so a rollback to one fetches nothing. Bundles never tried (the template
+//! moved on before they were applied) are deleted.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,7 +20,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
-use rukpak_api::labels::{OWNER_KIND, OWNER_NAME, TEMPLATE_HASH};
+use rukpak_api::labels::{OWNER_KIND, OWNER_NAME, REVISION, TEMPLATE_HASH};
 use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
 use tokio_util::sync::CancellationToken;
 
@@ -26,6 +30,9 @@ use kit::retry::{Backoff, Classify, Retry};
 /// The most Bundles one BundleDeployment may have at once. A template that changes faster
 /// than Bundles unpack would otherwise create Bundles without bound.
 pub const MAX_GENERATED_BUNDLES: usize = 4;
+
+/// Superseded revisions kept when `spec.revisionHistoryLimit` is not set.
+pub const DEFAULT_REVISION_HISTORY_LIMIT: usize = 2;
 
 /// What the controller needs.
 pub struct Context {
@@ -114,7 +121,61 @@ fn error_policy(deployment: Arc<BundleDeployment>, error: &Error, ctx: Arc<Conte
     )
 }
 
-/// The Bundle a BundleDeployment's template asks for.
+/// The revision number of a generated Bundle (its `core.rukpak.io/revision` label).
+pub fn revision_of(bundle: &Bundle) -> Option<i64> {
+    bundle.labels().get(REVISION)?.parse().ok()
+}
+
+/// The number the next revision gets: one more than any the BundleDeployment has had,
+/// counting both the Bundles that exist and the revisions its status remembers (a deleted
+/// Bundle's number is never reused). Pure.
+pub fn next_revision(deployment: &BundleDeployment, owned: &[Bundle]) -> i64 {
+    let from_bundles = owned.iter().filter_map(revision_of).max().unwrap_or(0);
+    let from_status = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.revisions.iter().map(|r| r.revision).max())
+        .unwrap_or(0);
+    from_bundles.max(from_status) + 1
+}
+
+/// The Bundles to delete: never the desired one or the installed one; of the rest, those
+/// the provisioner never tried, and tried ones beyond the newest `history_limit`. Pure.
+pub fn bundles_to_delete(
+    owned: &[Bundle],
+    desired: &str,
+    active: Option<&str>,
+    history_limit: usize,
+) -> Vec<String> {
+    let mut history: Vec<&Bundle> = Vec::new();
+    let mut delete = Vec::new();
+    for bundle in owned {
+        let name = bundle.name_any();
+        if name == desired || Some(name.as_str()) == active {
+            continue;
+        }
+        if bundle.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        let tried = bundle
+            .status
+            .as_ref()
+            .is_some_and(|s| s.revision_outcome.is_some());
+        if tried {
+            history.push(bundle);
+        } else {
+            delete.push(name);
+        }
+    }
+    // Newest first: by revision number, then by name for a stable order.
+    history.sort_by_key(|b| (std::cmp::Reverse(revision_of(b)), b.name_any()));
+    delete.extend(history.iter().skip(history_limit).map(|b| b.name_any()));
+    delete.sort();
+    delete
+}
+
+/// The Bundle a BundleDeployment's template asks for (without its revision number, which
+/// depends on the Bundles that exist; see [`next_revision`]).
 pub fn desired_bundle(deployment: &BundleDeployment) -> Option<Bundle> {
     let hash = template_hash(&deployment.spec.template);
     let name = deployment.name_any();
@@ -182,17 +243,27 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
         .and_then(|s| s.active_bundle.clone());
 
     if !owned.iter().any(|b| b.name_any() == desired_name) {
-        let others = owned
+        // Bundles waiting to be tried: not the installed one, never applied.
+        let waiting = owned
             .iter()
             .filter(|b| Some(b.name_any()) != active)
+            .filter(|b| {
+                b.status
+                    .as_ref()
+                    .is_none_or(|s| s.revision_outcome.is_none())
+            })
             .count();
-        if others >= MAX_GENERATED_BUNDLES {
+        if waiting >= MAX_GENERATED_BUNDLES {
             ctx.event(deployment, "TooManyBundles", format!(
-                "{} Bundles are waiting to be installed; not creating {desired_name} until the provisioner catches up",
-                others
+                "{waiting} Bundles are waiting to be installed; not creating {desired_name} until the provisioner catches up"
             )).await;
             return Ok(Action::requeue(std::time::Duration::from_secs(30)));
         }
+        let mut desired = desired;
+        desired.labels_mut().insert(
+            REVISION.into(),
+            next_revision(deployment, &owned).to_string(),
+        );
         match bundles.create(&PostParams::default(), &desired).await {
             Ok(_) => {}
             // Created by a concurrent reconcile or a previous run: fine.
@@ -207,14 +278,12 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
         }
     }
 
-    // Once the provisioner runs the desired Bundle, nothing else is needed; before that,
-    // only the active Bundle (what runs now) is kept besides the desired one.
-    for bundle in owned {
-        let bundle_name = bundle.name_any();
-        let keep = bundle_name == desired_name || Some(&bundle_name) == active.as_ref();
-        if keep || bundle.meta().deletion_timestamp.is_some() {
-            continue;
-        }
+    let history_limit = deployment
+        .spec
+        .revision_history_limit
+        .and_then(|limit| usize::try_from(limit).ok())
+        .unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT);
+    for bundle_name in bundles_to_delete(&owned, &desired_name, active.as_deref(), history_limit) {
         match bundles
             .delete(&bundle_name, &DeleteParams::background())
             .await
@@ -245,5 +314,86 @@ impl Context {
             note,
         )
         .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rukpak_api::{BundleStatus, RevisionOutcome};
+
+    fn bundle(name: &str, revision: i64, outcome: Option<RevisionOutcome>) -> Bundle {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "core.rukpak.io/v1alpha1",
+            "kind": "Bundle",
+            "metadata": {"name": name, "labels": {REVISION: revision.to_string()}},
+            "spec": {"provisionerClassName": "core-rukpak-io-plain",
+                     "source": {"type": "image", "image": {"ref": "example.com/a:1"}}},
+        }))
+        .map(|mut b: Bundle| {
+            b.status = Some(BundleStatus {
+                revision_outcome: outcome,
+                ..BundleStatus::default()
+            });
+            b
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn history_keeps_the_newest_tried_revisions_and_drops_untried_ones() {
+        let owned = vec![
+            bundle("bd-1", 1, Some(RevisionOutcome::Superseded)),
+            bundle("bd-2", 2, Some(RevisionOutcome::Superseded)),
+            bundle("bd-3", 3, Some(RevisionOutcome::Failed)),
+            bundle("bd-4", 4, None),
+            bundle("bd-5", 5, Some(RevisionOutcome::Healthy)),
+            bundle("bd-6", 6, None),
+        ];
+        // bd-6 is wanted, bd-5 runs; bd-4 was never tried; of 3, 2, 1 the newest two stay.
+        assert_eq!(
+            bundles_to_delete(&owned, "bd-6", Some("bd-5"), 2),
+            vec!["bd-1".to_owned(), "bd-4".to_owned()]
+        );
+        assert_eq!(
+            bundles_to_delete(&owned, "bd-6", Some("bd-5"), 0),
+            vec![
+                "bd-1".to_owned(),
+                "bd-2".to_owned(),
+                "bd-3".to_owned(),
+                "bd-4".to_owned()
+            ]
+        );
+        // A rollback made an old revision active again: it is never deleted.
+        assert!(!bundles_to_delete(&owned, "bd-6", Some("bd-1"), 0).contains(&"bd-1".to_owned()));
+    }
+
+    #[test]
+    fn revision_numbers_never_repeat_even_after_bundles_are_deleted() {
+        let mut deployment: BundleDeployment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "core.rukpak.io/v1alpha1",
+            "kind": "BundleDeployment",
+            "metadata": {"name": "bd"},
+            "spec": {"provisionerClassName": "core-rukpak-io-plain",
+                     "template": {"spec": {"provisionerClassName": "core-rukpak-io-plain",
+                                           "source": {"type": "image", "image": {"ref": "example.com/a:1"}}}}},
+        }))
+        .unwrap();
+        assert_eq!(next_revision(&deployment, &[]), 1);
+        let owned = vec![bundle("bd-3", 3, None), bundle("bd-2", 2, None)];
+        assert_eq!(next_revision(&deployment, &owned), 4);
+        deployment.status = Some(rukpak_api::BundleDeploymentStatus {
+            revisions: vec![rukpak_api::RevisionRecord {
+                revision: 7,
+                bundle: "bd-7".into(),
+                digest: "sha256:00".into(),
+                outcome: RevisionOutcome::Superseded,
+                started: None,
+                last_healthy: None,
+                message: None,
+            }],
+            ..Default::default()
+        });
+        assert_eq!(next_revision(&deployment, &owned), 8);
     }
 }

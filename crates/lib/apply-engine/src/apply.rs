@@ -16,6 +16,8 @@ use serde_json::json;
 
 use crate::collision::{self, Collision};
 use crate::crd_safety;
+use crate::health::Health;
+use crate::health_checks::{CompiledChecks, judge};
 use crate::kinds::KindCache;
 use crate::object::{ObjectKey, owner_labels, owning_bundle_deployment};
 use crate::phase::{ApplyStep, Phase, phase_of, sort_for_apply};
@@ -152,6 +154,9 @@ pub struct ApplyRequest {
     pub collision_protection: CollisionProtection,
     /// What the previous apply recorded, for pruning.
     pub previous_inventory: Vec<InventoryEntry>,
+    /// Declared health checks (`spec.healthChecks`): probes between phases, overriding the
+    /// built-in rules for the kinds they select.
+    pub health_checks: std::sync::Arc<CompiledChecks>,
 }
 
 /// What an apply did.
@@ -168,6 +173,72 @@ pub struct ApplyReport {
     pub kept: Vec<(ObjectKey, String)>,
     /// Optional objects not applied because the cluster does not serve their kind.
     pub skipped: Vec<ObjectKey>,
+    /// Set when the apply stopped before a phase because objects of earlier phases do not
+    /// pass their probes yet; the next apply goes on from there. Nothing was pruned, and
+    /// `inventory` holds what was written and what the previous revision had.
+    pub waiting: Option<PhaseWait>,
+}
+
+/// A phase held back by the probes of the objects before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhaseWait {
+    /// The phase not written yet.
+    pub next: Phase,
+    /// The objects of earlier phases that do not pass, with their verdicts.
+    pub objects: Vec<(ObjectKey, Health)>,
+}
+
+impl PhaseWait {
+    /// Whether a probe reports a failure (rather than "not ready yet").
+    pub fn failed(&self) -> bool {
+        self.objects
+            .iter()
+            .any(|(_, health)| matches!(health, Health::Unhealthy(_)))
+    }
+
+    /// A sentence naming the phase and what it waits for.
+    pub fn message(&self) -> String {
+        let verdict = crate::health::aggregate(self.objects.iter().map(|(key, health)| {
+            (
+                crate::health::display_ref(
+                    &key.group,
+                    &key.kind,
+                    key.namespace.as_deref(),
+                    &key.name,
+                ),
+                health.clone(),
+            )
+        }));
+        format!(
+            "phase {} of {} ({}) waits for {}",
+            self.next.number(),
+            Phase::ALL.len(),
+            self.next.describe(),
+            verdict.message().unwrap_or("its probes"),
+        )
+    }
+}
+
+/// What applying would do ([`Applier::review`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Review {
+    /// Every object of the bundle.
+    pub objects: Vec<ReviewedObject>,
+    /// Why applying would fail, as sentences.
+    pub refused: Vec<String>,
+}
+
+/// One object of a review.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewedObject {
+    /// Which object.
+    pub key: ObjectKey,
+    /// The object as it would be applied.
+    pub desired: serde_json::Value,
+    /// The object as it is, if it exists.
+    pub live: Option<serde_json::Value>,
+    /// Whether applying would write it.
+    pub differs: bool,
 }
 
 /// What deleting a BundleDeployment's objects did.
@@ -378,21 +449,34 @@ impl Applier {
             phase_of(key) == Phase::Admission
         })
         .await?;
-        let split = rest
-            .iter()
-            .position(|r| phase_of(&r.key) == Phase::Admission)
-            .unwrap_or(rest.len());
-        let (before, admission) = rest.split_at(split);
-        self.write_in_phases(before, &live, &params, &mut report)
-            .await?;
-        if admission
-            .iter()
-            .any(|item| needs_write(item, live.get(&item.key)))
-        {
-            self.wait_for_backends(admission, before).await?;
+        // Each later phase waits until the probed objects before it (workloads rolled out,
+        // objects a declared health check selects) pass; until then the apply stops here,
+        // keeps what it wrote in the inventory, prunes nothing, and goes on next time.
+        let mut written: Vec<&Resolved> = plan.foundations.iter().collect();
+        for phase in [Phase::Configuration, Phase::Workloads, Phase::Admission] {
+            let items: Vec<&Resolved> = rest.iter().filter(|r| phase_of(&r.key) == phase).collect();
+            if items.is_empty() {
+                continue;
+            }
+            if let Some(wait) = self.gate(phase, &written, &request.health_checks).await? {
+                report.inventory = inventory_while_waiting(&written, &request.previous_inventory);
+                sort_for_apply(&mut skipped, |k| k);
+                report.skipped = skipped;
+                report.waiting = Some(wait);
+                return Ok(report);
+            }
+            if phase == Phase::Admission
+                && items
+                    .iter()
+                    .any(|item| needs_write(item, live.get(&item.key)))
+            {
+                let admission: Vec<&Resolved> = items.clone();
+                self.wait_for_backends(&admission, &written).await?;
+            }
+            self.write_in_phases(&items, &live, &params, &mut report)
+                .await?;
+            written.extend(items);
         }
-        self.write_in_phases(admission, &live, &params, &mut report)
-            .await?;
 
         report.inventory = applied.iter().map(InventoryEntry::from).collect();
         self.prune_where(&request, &applied, &mut report, |_| true)
@@ -400,6 +484,48 @@ impl Applier {
         sort_for_apply(&mut skipped, |k| k);
         report.skipped = skipped;
         Ok(report)
+    }
+
+    /// What applying `request` would do, without writing: every object with its live copy
+    /// and whether it needs a write, and every refusal (collisions, unsafe CRD changes,
+    /// writes the API server refuses in a dry run). Custom resources of CRDs the bundle
+    /// adds are listed as new; they cannot be dry-run before their CRD exists.
+    pub async fn review(&self, request: &ApplyRequest) -> Result<Review, ApplyError> {
+        let (ready, deferred, _skipped) = self.resolve_objects(request).await?;
+        let live = self.read_live(&ready).await?;
+        let mut review = Review::default();
+        for item in &ready {
+            let existing = live.get(&item.key);
+            review.objects.push(ReviewedObject {
+                key: item.key.clone(),
+                desired: serde_json::to_value(&item.object).unwrap_or_default(),
+                live: existing.map(|l| serde_json::to_value(l).unwrap_or_default()),
+                differs: needs_write(item, existing),
+            });
+        }
+        for object in &deferred {
+            review.objects.push(ReviewedObject {
+                key: with_default_namespace(ObjectKey::of(object), request),
+                desired: serde_json::to_value(object).unwrap_or_default(),
+                live: None,
+                differs: true,
+            });
+        }
+        match preflight(&request.owner, request.collision_protection, ready, &live) {
+            Ok(plan) => {
+                let dry_run = PatchParams {
+                    dry_run: true,
+                    ..PatchParams::apply(&Self::field_manager(&request.owner)).force()
+                };
+                for item in plan.dry_run_first(&live) {
+                    if let Err(err) = self.patch(item, &dry_run).await {
+                        review.refused.push(kit::error_chain(&err));
+                    }
+                }
+            }
+            Err(err) => review.refused.push(kit::error_chain(&err)),
+        }
+        Ok(review)
     }
 
     /// Resolves every object whose kind is served; the rest (returned second) must be
@@ -518,7 +644,7 @@ impl Applier {
     /// Writes `rest` (in apply order), reporting each phase as it starts.
     async fn write_in_phases(
         &self,
-        rest: &[Resolved],
+        rest: &[&Resolved],
         live: &HashMap<ObjectKey, DynamicObject>,
         params: &PatchParams,
         report: &mut ApplyReport,
@@ -610,12 +736,56 @@ impl Applier {
             })
     }
 
+    /// The probes before `next`: every object of `written` that a declared health check
+    /// selects, or whose kind rolls out (Deployments, StatefulSets, DaemonSets, Jobs), read
+    /// as the provisioner and judged; `None` when all pass.
+    async fn gate(
+        &self,
+        next: Phase,
+        written: &[&Resolved],
+        checks: &CompiledChecks,
+    ) -> Result<Option<PhaseWait>, ApplyError> {
+        let mut objects = Vec::new();
+        for item in written {
+            let desired = serde_json::to_value(&item.object).unwrap_or_default();
+            if !(rolls_out(&item.key) || checks.selects(&desired)) {
+                continue;
+            }
+            let api: Api<DynamicObject> = match &item.key.namespace {
+                Some(ns) => Api::namespaced_with(self.observer.clone(), ns, &item.resource),
+                None => Api::all_with(self.observer.clone(), &item.resource),
+            };
+            let live = api
+                .get_opt(&item.key.name)
+                .await
+                .map_err(|source| ApplyError::Read {
+                    object: item.key.clone(),
+                    source,
+                })?;
+            let verdict = match live {
+                Some(live) => judge(checks, &serde_json::to_value(&live).unwrap_or_default()),
+                None => Health::Progressing("not found yet".to_owned()),
+            };
+            if !verdict.is_healthy() {
+                objects.push((item.key.clone(), verdict));
+            }
+        }
+        if objects.is_empty() {
+            return Ok(None);
+        }
+        self.report(ApplyStep::WaitingForProbes {
+            phase: next,
+            objects: objects.len(),
+        });
+        Ok(Some(PhaseWait { next, objects }))
+    }
+
     /// Waits until every Service the `admission` objects call has a ready endpoint and
     /// every Deployment of `applied` behind it is Available, reporting what it waits for.
     async fn wait_for_backends(
         &self,
-        admission: &[Resolved],
-        applied: &[Resolved],
+        admission: &[&Resolved],
+        applied: &[&Resolved],
     ) -> Result<(), ApplyError> {
         let services = backend_services(admission.iter().map(|r| &r.object));
         if services.is_empty() {
@@ -623,6 +793,7 @@ impl Applier {
         }
         let deployments: Vec<&Resolved> = applied
             .iter()
+            .copied()
             .filter(|r| r.key.group == "apps" && r.key.kind == "Deployment")
             .collect();
         self.report(ApplyStep::WaitingForBackends {
@@ -1150,6 +1321,31 @@ fn is_available(deployment: &serde_json::Value) -> bool {
         .any(|c| {
             c.get("type") == Some(&json!("Available")) && c.get("status") == Some(&json!("True"))
         })
+}
+
+/// Whether objects of this kind roll out pods, and so gate the phases after them.
+fn rolls_out(key: &ObjectKey) -> bool {
+    matches!(
+        (key.group.as_str(), key.kind.as_str()),
+        ("apps", "Deployment" | "StatefulSet" | "DaemonSet") | ("batch", "Job")
+    )
+}
+
+/// The inventory of an apply that stopped before a phase: what it wrote, and everything the
+/// previous revision had (not pruned yet), in apply order.
+fn inventory_while_waiting(
+    written: &[&Resolved],
+    previous: &[InventoryEntry],
+) -> Vec<InventoryEntry> {
+    let mut keys: Vec<ObjectKey> = written.iter().map(|r| r.key.clone()).collect();
+    for entry in previous {
+        let key = ObjectKey::from(entry);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    sort_for_apply(&mut keys, |k| k);
+    keys.iter().map(InventoryEntry::from).collect()
 }
 
 fn is_crd(key: &ObjectKey) -> bool {

@@ -31,10 +31,12 @@ use kit::retry::{Backoff, Classify, Retry};
 use crate::apply::{Applier, ApplyError, ApplyReport, ApplyRequest};
 use crate::drift::DriftWatches;
 use crate::health::{self, Health};
+use crate::health_checks::{CompiledChecks, judge};
 use crate::identity;
 use crate::kinds::KindCache;
 use crate::object::ObjectKey;
-use crate::status::{Outcome, next_status, shows_progress};
+use crate::revisions::{Progress, Target, seconds_to_deadline};
+use crate::status::{Outcome, RevisionStep, next_status, shows_progress, with_revisions};
 use crate::warnings::{SharedClients, Warnings, recording_warnings};
 
 /// An apply that takes longer than this shows its steps in status (`Progressing`); a
@@ -387,8 +389,8 @@ async fn apply<F: BundleFormat>(
     let mut in_flight = None;
     // When certificates want a look before the next resync (a rotation step is due).
     let mut recheck_after = None;
-    let outcome = if deployment.spec.paused == Some(true) {
-        Outcome::Paused
+    let step = if deployment.spec.paused == Some(true) {
+        Step::only(Outcome::Paused)
     } else {
         install(
             deployment,
@@ -400,12 +402,19 @@ async fn apply<F: BundleFormat>(
         )
         .await?
     };
-    let next = next_status(
-        &current,
-        &outcome,
-        deployment.meta().generation,
-        &kit::conditions::now(),
-    );
+    let now = kit::conditions::now();
+    let generation = deployment.meta().generation;
+    let mut next = next_status(&current, &step.outcome, generation, &now);
+    let failure = step.revision.as_ref().and_then(|revision| {
+        with_revisions(
+            &mut next,
+            &current,
+            revision,
+            &deployment.spec,
+            generation,
+            &now,
+        )
+    });
     if next != *in_flight.as_ref().unwrap_or(&current) {
         announce(deployment, ctx, &current, &next).await;
         kit::status::apply(
@@ -421,26 +430,125 @@ async fn apply<F: BundleFormat>(
             source,
         })?;
     }
-    if !matches!(outcome, Outcome::ApplyFailed { .. }) {
+    mark_bundles(ctx, &step.bundles, &next.revisions).await;
+    if !matches!(step.outcome, Outcome::ApplyFailed { .. }) {
         ctx.backoff.reset(&name);
     }
-    Ok(match outcome {
+    // A failed revision with rollbackOnFailure: the next reconcile applies the last healthy
+    // one. It is the next step of this one, not a retry.
+    let rolls_back_next = failure.is_some()
+        && deployment.spec.rollback_on_failure == Some(true)
+        && matches!(
+            step.revision.as_ref().map(|r| &r.target),
+            Some(Target::Current { .. })
+        )
+        && step.revision.as_ref().is_some_and(|r| {
+            crate::revisions::last_known_good(
+                &next,
+                &step.bundles,
+                r.target.applies().unwrap_or_default(),
+            )
+            .is_some()
+        });
+    if rolls_back_next {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    // A rollout with a deadline is looked at again when the deadline passes.
+    let deadline = step
+        .revision
+        .as_ref()
+        .and_then(|r| r.applied.as_ref())
+        .and_then(|(bundle, _, _)| {
+            seconds_to_deadline(
+                &next.revisions,
+                bundle,
+                deployment.spec.progress_deadline_seconds,
+                &now,
+            )
+        })
+        .map(Duration::from_secs);
+    let soonest = |action: Duration| deadline.map_or(action, |d| d.min(action));
+    Ok(match step.outcome {
         Outcome::Paused => Action::await_change(),
         // Unpacking progress arrives through the Bundle watch.
         Outcome::BundleMissing { .. } | Outcome::BundleNotUnpacked { .. } => {
             Action::requeue(ctx.settings.resync)
         }
-        Outcome::LoadFailed { .. } => Action::await_change(),
-        Outcome::ApplyFailed { .. } => Action::requeue(ctx.backoff.next_delay(&name)),
+        Outcome::LoadFailed { .. } | Outcome::InvalidHealthChecks { .. } => Action::await_change(),
+        Outcome::ApplyFailed { .. } => Action::requeue(soonest(ctx.backoff.next_delay(&name))),
+        // Status changes of the objects waited for arrive through the drift watches; the
+        // requeue is a fallback.
+        Outcome::Waiting { failed: false, .. } => {
+            Action::requeue(soonest(PROBE_RECHECK.min(ctx.settings.resync)))
+        }
+        Outcome::Waiting { failed: true, .. } => {
+            Action::requeue(soonest(ctx.backoff.next_delay(&name)))
+        }
+        Outcome::AwaitingApproval { .. } => Action::requeue(ctx.settings.resync),
         // Only written while an apply runs; a reconcile never ends on it.
         Outcome::Applying { .. } => Action::requeue(ctx.settings.resync),
-        Outcome::Installed { .. } => Action::requeue(
+        Outcome::Installed { .. } => Action::requeue(soonest(
             recheck_after.map_or(ctx.settings.resync, |soon| soon.min(ctx.settings.resync)),
-        ),
+        )),
     })
 }
 
-/// Finds the Bundle of the current template, loads it and applies it.
+/// How often an apply waiting for probes looks again if no watch event came first.
+const PROBE_RECHECK: Duration = Duration::from_secs(15);
+
+/// What one reconcile did: the outcome for status, what it decided about revisions, and
+/// the BundleDeployment's Bundles (read once, for the revision outcomes they show).
+struct Step {
+    outcome: Outcome,
+    revision: Option<RevisionStep>,
+    bundles: Vec<Bundle>,
+}
+
+impl Step {
+    fn only(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            revision: None,
+            bundles: Vec::new(),
+        }
+    }
+}
+
+/// Shows each revision's outcome on its Bundle (`status.revisionOutcome`, for `kubectl get
+/// bundles`), writing only the ones that changed. Best effort: the BundleDeployment's
+/// status is the record; a failed write is logged and tried again next reconcile.
+async fn mark_bundles<F: BundleFormat>(
+    ctx: &Context<F>,
+    bundles: &[Bundle],
+    records: &[rukpak_api::RevisionRecord],
+) {
+    let api: Api<Bundle> = Api::all(ctx.client.clone());
+    for bundle in bundles {
+        let name = bundle.name_any();
+        let Some(record) = crate::revisions::find(records, &name) else {
+            continue;
+        };
+        let shown = bundle.status.as_ref().and_then(|s| s.revision_outcome);
+        if shown == Some(record.outcome) {
+            continue;
+        }
+        let patch = serde_json::json!({
+            "apiVersion": "core.rukpak.io/v1alpha1",
+            "kind": "Bundle",
+            "status": { "revisionOutcome": record.outcome.as_str() },
+        });
+        let params = kube::api::PatchParams::apply(&format!("{}-revisions", ctx.field_manager));
+        if let Err(err) = api
+            .patch_status(&name, &params, &kube::api::Patch::Apply(&patch))
+            .await
+        {
+            tracing::debug!(bundle = %name, error = %error_chain(&err), "failed to show the revision outcome on the Bundle");
+        }
+    }
+}
+
+/// Finds the Bundle of the current template, decides which revision to apply (see
+/// [`crate::revisions`]), reviews one that waits for approval, and applies.
 async fn install<F: BundleFormat>(
     deployment: &BundleDeployment,
     ctx: &Context<F>,
@@ -448,37 +556,212 @@ async fn install<F: BundleFormat>(
     current: &BundleDeploymentStatus,
     in_flight: &mut Option<BundleDeploymentStatus>,
     recheck_after: &mut Option<Duration>,
-) -> Result<Outcome, Error> {
-    let bundle = bundle_name(
-        &deployment.name_any(),
-        &template_hash(&deployment.spec.template),
-    );
-    let bundles: Api<Bundle> = Api::all(ctx.client.clone());
-    let Some(found) = bundles
-        .get_opt(&bundle)
+) -> Result<Step, Error> {
+    let name = deployment.name_any();
+    let desired = bundle_name(&name, &template_hash(&deployment.spec.template));
+    let bundles = Api::<Bundle>::all(ctx.client.clone())
+        .list(&kube::api::ListParams::default().labels(&format!("{OWNER_NAME}={name}")))
         .await
         .map_err(|source| Error::Kube {
-            verb: "read",
-            object: format!("Bundle {bundle}"),
+            verb: "list",
+            object: format!("the Bundles of BundleDeployment {name}"),
             source,
         })?
-    else {
-        return Ok(Outcome::BundleMissing { bundle });
+        .items;
+    let Some(found) = bundles.iter().find(|b| b.name_any() == desired) else {
+        return Ok(Step::only(Outcome::BundleMissing { bundle: desired }));
     };
+    if let Err(outcome) = unpacked_content(&desired, found.status.as_ref()) {
+        return Ok(Step::only(*outcome));
+    }
+    let checks = match CompiledChecks::compile(&deployment.spec.health_checks) {
+        Ok(checks) => Arc::new(checks),
+        Err(message) => return Ok(Step::only(Outcome::InvalidHealthChecks { message })),
+    };
+    let target = crate::revisions::choose(&deployment.spec, current, found, &bundles);
+    let pending = match &target {
+        Target::AwaitApproval {
+            pending, digest, ..
+        } => Some(
+            review_pending(
+                ctx,
+                deployment,
+                class_parameters,
+                current,
+                found,
+                pending,
+                digest,
+                &checks,
+            )
+            .await,
+        ),
+        _ => None,
+    };
+    let Some(applied) = target
+        .applies()
+        .and_then(|n| bundles.iter().find(|b| b.name_any() == n))
+    else {
+        let digest = crate::revisions::digest_of(found)
+            .unwrap_or_default()
+            .to_owned();
+        return Ok(Step {
+            outcome: Outcome::AwaitingApproval {
+                bundle: desired,
+                digest,
+            },
+            revision: Some(RevisionStep {
+                target,
+                applied: None,
+                progress: Progress::Progressing,
+                pending,
+            }),
+            bundles,
+        });
+    };
+    let (outcome, progress) = apply_bundle(
+        ctx,
+        deployment,
+        class_parameters,
+        current,
+        applied,
+        checks,
+        in_flight,
+        recheck_after,
+    )
+    .await?;
+    let revision = RevisionStep {
+        applied: Some((
+            applied.name_any(),
+            crate::revisions::revision_of(applied),
+            crate::revisions::digest_of(applied)
+                .unwrap_or_default()
+                .to_owned(),
+        )),
+        target,
+        progress,
+        pending,
+    };
+    Ok(Step {
+        outcome,
+        revision: Some(revision),
+        bundles,
+    })
+}
+
+/// What applying the revision `pending` (the unpacked Bundle `bundle`, content `digest`)
+/// would change, for an administrator to approve: objects added, changed and removed,
+/// RBAC permissions granted, and writes the API server refuses in a dry run. Nothing is
+/// written. A failure to compute it is shown as a refusal, so it is never approved blind.
+#[allow(clippy::too_many_arguments)]
+async fn review_pending<F: BundleFormat>(
+    ctx: &Context<F>,
+    deployment: &BundleDeployment,
+    class_parameters: Option<&serde_json::Value>,
+    current: &BundleDeploymentStatus,
+    bundle: &Bundle,
+    pending: &str,
+    digest: &str,
+    checks: &Arc<CompiledChecks>,
+) -> rukpak_api::PendingRevision {
+    let mut summary = rukpak_api::PendingRevision {
+        revision: crate::revisions::revision_of(bundle),
+        bundle: pending.to_owned(),
+        digest: digest.to_owned(),
+        ..Default::default()
+    };
+    let reviewed = async {
+        let content_ref = unpacked_content(pending, bundle.status.as_ref())
+            .map_err(|_| "the Bundle is not unpacked".to_owned())?;
+        let files = load(ctx, &content_ref).await?;
+        let Plan {
+            mut objects,
+            install_namespace,
+        } = ctx.format.plan(&files, deployment, class_parameters)?;
+        if let Some(namespace) =
+            install_namespace_to_manage(ctx, deployment, install_namespace.as_deref(), &objects)
+                .await
+                .map_err(|err| error_chain(&err))?
+        {
+            objects.insert(0, namespace);
+        }
+        let (applier, _warnings) = ctx
+            .applier_for(deployment)
+            .map_err(|err| error_chain(&err))?;
+        applier
+            .review(&ApplyRequest {
+                owner: deployment.name_any(),
+                objects,
+                install_namespace,
+                collision_protection: deployment.spec.collision_protection,
+                previous_inventory: current.inventory.clone(),
+                health_checks: checks.clone(),
+            })
+            .await
+            .map_err(|err| error_chain(&err))
+    };
+    match reviewed.await {
+        Ok(review) => {
+            let proposed: Vec<crate::review::Proposed<'_>> = review
+                .objects
+                .iter()
+                .map(|o| crate::review::Proposed {
+                    key: o.key.clone(),
+                    desired: &o.desired,
+                    live: o.live.as_ref(),
+                    differs: o.differs,
+                })
+                .collect();
+            let previous: Vec<ObjectKey> = current.inventory.iter().map(ObjectKey::from).collect();
+            summary = crate::review::changes(&proposed, &previous).into_pending(
+                summary.revision,
+                pending,
+                digest,
+                review.refused,
+            );
+        }
+        Err(message) => summary.refused.push(format!(
+            "the changes could not be worked out, so this revision cannot be reviewed: {message}"
+        )),
+    }
+    summary
+}
+
+/// Loads `bundle` and applies its objects; the outcome for status and what it means for
+/// the revision.
+#[allow(clippy::too_many_arguments)]
+async fn apply_bundle<F: BundleFormat>(
+    ctx: &Context<F>,
+    deployment: &BundleDeployment,
+    class_parameters: Option<&serde_json::Value>,
+    current: &BundleDeploymentStatus,
+    found: &Bundle,
+    checks: Arc<CompiledChecks>,
+    in_flight: &mut Option<BundleDeploymentStatus>,
+    recheck_after: &mut Option<Duration>,
+) -> Result<(Outcome, Progress), Error> {
+    let bundle = found.name_any();
     let content_ref = match unpacked_content(&bundle, found.status.as_ref()) {
         Ok(content_ref) => content_ref,
-        Err(outcome) => return Ok(*outcome),
+        Err(outcome) => return Ok((*outcome, Progress::Retrying)),
     };
     let files = match load(ctx, &content_ref).await {
         Ok(files) => files,
-        Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
+        Err(message) => return Ok((Outcome::LoadFailed { bundle, message }, Progress::Retrying)),
     };
     let Plan {
         mut objects,
         install_namespace,
     } = match ctx.format.plan(&files, deployment, class_parameters) {
         Ok(plan) => plan,
-        Err(message) => return Ok(Outcome::LoadFailed { bundle, message }),
+        Err(message) => {
+            return Ok((
+                Outcome::LoadFailed {
+                    bundle,
+                    message: message.clone(),
+                },
+                Progress::Failed(message),
+            ));
+        }
     };
     if let Some(namespace) =
         install_namespace_to_manage(ctx, deployment, install_namespace.as_deref(), &objects).await?
@@ -499,13 +782,17 @@ async fn install<F: BundleFormat>(
     {
         Ok(provided) => provided,
         Err(crate::certificates::CertificateError::Request(message)) => {
-            return Ok(Outcome::LoadFailed { bundle, message });
+            return Ok((Outcome::LoadFailed { bundle, message }, Progress::Retrying));
         }
         Err(err) => {
-            return Ok(Outcome::ApplyFailed {
-                bundle,
-                message: error_chain(&err),
-            });
+            let message = error_chain(&err);
+            return Ok((
+                Outcome::ApplyFailed {
+                    bundle,
+                    message: message.clone(),
+                },
+                Progress::Failed(message),
+            ));
         }
     };
     let request = ApplyRequest {
@@ -514,6 +801,7 @@ async fn install<F: BundleFormat>(
         install_namespace,
         collision_protection: deployment.spec.collision_protection,
         previous_inventory: current.inventory.clone(),
+        health_checks: checks.clone(),
     };
     let applied = if shows_progress(current, &bundle, deployment.meta().generation) {
         apply_showing_progress(
@@ -526,10 +814,13 @@ async fn install<F: BundleFormat>(
     let report = match applied {
         Ok(report) => report,
         Err(err) => {
-            return Ok(Outcome::ApplyFailed {
-                bundle,
-                message: error_chain(&err),
-            });
+            let message = error_chain(&err);
+            let progress = if err.is_terminal() {
+                Progress::Failed(message.clone())
+            } else {
+                Progress::Retrying
+            };
+            return Ok((Outcome::ApplyFailed { bundle, message }, progress));
         }
     };
     let warnings = warnings.take();
@@ -558,20 +849,54 @@ async fn install<F: BundleFormat>(
             .await;
     }
     *recheck_after = certificates.recheck_after;
-    let overall = judge_health(ctx, &report.inventory).await;
-    Ok(Outcome::Installed {
-        bundle,
-        inventory: report.inventory,
-        healthy: overall.is_healthy(),
-        health_message: overall.message().unwrap_or_default().to_owned(),
-        warnings,
-        kept: report
-            .kept
-            .iter()
-            .map(|(key, reason)| format!("{key}: {reason}"))
-            .collect(),
-        skipped: report.skipped.iter().map(InventoryEntry::from).collect(),
-    })
+    if let Some(wait) = &report.waiting {
+        // Watch what is waited for, so its status changes wake this BundleDeployment.
+        watch_kinds(ctx, &report.inventory).await;
+        let message = wait.message();
+        let progress = if wait.failed() {
+            Progress::Failed(format!("a probe failed: {message}"))
+        } else {
+            Progress::Progressing
+        };
+        return Ok((
+            Outcome::Waiting {
+                bundle,
+                message,
+                failed: wait.failed(),
+                inventory: report.inventory,
+                skipped,
+            },
+            progress,
+        ));
+    }
+    let overall = judge_health(ctx, &report.inventory, &checks).await;
+    let progress = match &overall {
+        Health::Healthy => Progress::Healthy,
+        Health::Progressing(message) => Progress::NotHealthy {
+            failing: false,
+            message: message.clone(),
+        },
+        Health::Unhealthy(message) => Progress::NotHealthy {
+            failing: true,
+            message: message.clone(),
+        },
+    };
+    Ok((
+        Outcome::Installed {
+            bundle,
+            inventory: report.inventory,
+            healthy: overall.is_healthy(),
+            health_message: overall.message().unwrap_or_default().to_owned(),
+            warnings,
+            kept: report
+                .kept
+                .iter()
+                .map(|(key, reason)| format!("{key}: {reason}"))
+                .collect(),
+            skipped,
+        },
+        progress,
+    ))
 }
 
 /// The content of the Bundle `bundle` (with `status`), or the outcome that says why there is
@@ -625,10 +950,24 @@ async fn announce_apply<F: BundleFormat>(
     }
 }
 
-/// Watches every kind applied (drift), then judges health from the live objects.
+/// Makes sure every kind of `inventory` is watched (drift, and status changes that move a
+/// probe or health along).
+async fn watch_kinds<F: BundleFormat>(ctx: &Context<F>, inventory: &[InventoryEntry]) {
+    for entry in inventory {
+        let key = ObjectKey::from(entry);
+        let gvk = kube::core::GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
+        if let Ok(Some((resource, _))) = ctx.kinds.resolve(&ctx.client, &gvk).await {
+            ctx.drift.ensure(&resource);
+        }
+    }
+}
+
+/// Watches every kind applied (drift), then judges health from the live objects: a
+/// declared health check where one selects the object, else the built-in rules.
 async fn judge_health<F: BundleFormat>(
     ctx: &Context<F>,
     inventory: &[rukpak_api::InventoryEntry],
+    checks: &CompiledChecks,
 ) -> Health {
     let mut verdicts = Vec::new();
     for entry in inventory {
@@ -643,7 +982,8 @@ async fn judge_health<F: BundleFormat>(
             None => Api::all_with(ctx.client.clone(), &resource),
         };
         let verdict = match api.get_opt(&key.name).await {
-            Ok(Some(live)) => health::evaluate(&live),
+            Ok(Some(live)) if checks.is_empty() => health::evaluate(&live),
+            Ok(Some(live)) => judge(checks, &serde_json::to_value(&live).unwrap_or_default()),
             Ok(None) => Health::Unhealthy("not found".to_owned()),
             Err(err) => Health::Progressing(format!("failed to read: {err}")),
         };

@@ -15,9 +15,12 @@
 //! - [`phase`]: apply order;
 //! - [`collision`]: whether an existing object may be taken over;
 //! - [`prune`]: which objects a pivot removes;
+//! - [`revisions`]: which revision (Bundle) to apply: approval, rollback, progress deadline;
+//! - [`review`]: what a pending revision would add, change, remove and grant, for approval;
 //! - [`drift`]: label-filtered watches that turn changes of managed objects into reconciles;
 //! - [`status`]: BundleDeployment status from a reconcile outcome;
 //! - [`health`]: per-kind health rules;
+//! - [`health_checks`]: declared health checks (CEL from `spec.healthChecks`) that override them;
 //! - [`crd_safety`]: CRD upgrade safety checks, run before any CRD update.
 
 pub mod apply;
@@ -27,6 +30,7 @@ pub mod controller;
 pub mod crd_safety;
 pub mod drift;
 pub mod health;
+pub mod health_checks;
 pub mod identity;
 pub mod kinds;
 pub mod manifest;
@@ -34,6 +38,8 @@ pub mod object;
 pub mod phase;
 pub mod plain;
 pub mod prune;
+pub mod review;
+pub mod revisions;
 pub mod run;
 pub mod status;
 pub mod subset;

@@ -72,6 +72,13 @@ pub enum ApplyStep {
         /// How many Services they call.
         services: usize,
     },
+    /// The objects of earlier phases do not pass their probes yet; the phase waits.
+    WaitingForProbes {
+        /// The phase that waits.
+        phase: Phase,
+        /// How many objects it waits for.
+        objects: usize,
+    },
     /// Removing what the previous Bundle had and this one does not.
     Pruning {
         /// How many objects.
@@ -106,6 +113,14 @@ impl std::fmt::Display for ApplyStep {
                 "waiting for the server{} behind {services} webhook Service{} to be ready before registering the webhooks",
                 plural(*services),
                 plural(*services)
+            ),
+            Self::WaitingForProbes { phase, objects } => write!(
+                f,
+                "phase {} of {} ({}) waits for {objects} object{} before it to be ready",
+                phase.number(),
+                Phase::ALL.len(),
+                phase.describe(),
+                plural(*objects)
             ),
             Self::Pruning { objects } => write!(
                 f,

@@ -9,12 +9,16 @@ use kit::conditions::{ConditionUpdate, set_condition, status};
 use rukpak_api::conditions::{
     TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED, TYPE_PROGRESSING,
     reasons::{
-        APPLYING, BUNDLE_LOAD_FAILED, HEALTHY, INSTALL_FAILED, INSTALLATION_STATUS_FALSE,
-        INSTALLATION_SUCCEEDED, PAUSED, SETTLED, STALLED, UNHEALTHY, UNPACK_FAILED, UNPACK_PENDING,
-        UNPACK_SUCCESSFUL, UNPACKING, UPGRADE_FAILED, WAITING_FOR_HEALTH,
+        APPLYING, AWAITING_APPROVAL, BUNDLE_LOAD_FAILED, HEALTHY, INSTALL_FAILED,
+        INSTALLATION_STATUS_FALSE, INSTALLATION_SUCCEEDED, INVALID_HEALTH_CHECK, PAUSED,
+        PROGRESS_DEADLINE_EXCEEDED, ROLLED_BACK, SETTLED, STALLED, UNHEALTHY, UNPACK_FAILED,
+        UNPACK_PENDING, UNPACK_SUCCESSFUL, UNPACKING, UPGRADE_FAILED, WAITING_FOR_HEALTH,
+        WAITING_FOR_PROBES,
     },
 };
-use rukpak_api::{BundleDeploymentStatus, InventoryEntry};
+use rukpak_api::{BundleDeploymentStatus, InventoryEntry, PendingRevision};
+
+use crate::revisions::{self, Progress, Target};
 
 /// What one reconcile found or did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +75,31 @@ pub enum Outcome {
         kept: Vec<String>,
         /// Optional objects skipped because the cluster does not serve their kind.
         skipped: Vec<InventoryEntry>,
+    },
+    /// The apply stopped before a phase whose earlier objects do not pass their probes.
+    Waiting {
+        /// Bundle name.
+        bundle: String,
+        /// The phase and what it waits for, as a sentence.
+        message: String,
+        /// Whether a probe reports a failure (rather than "not ready yet").
+        failed: bool,
+        /// What was written so far plus what the previous revision had.
+        inventory: Vec<InventoryEntry>,
+        /// Optional objects skipped because the cluster does not serve their kind.
+        skipped: Vec<InventoryEntry>,
+    },
+    /// With `upgradeApproval: Manual`, the first revision waits for approval; nothing runs.
+    AwaitingApproval {
+        /// Bundle name.
+        bundle: String,
+        /// Its content digest, to approve.
+        digest: String,
+    },
+    /// `spec.healthChecks` does not compile.
+    InvalidHealthChecks {
+        /// Which check and why.
+        message: String,
     },
     /// `spec.paused`: nothing was written.
     Paused,
@@ -292,6 +321,90 @@ pub fn next_status(
             next.inventory = inventory.clone();
             next.skipped = skipped.clone();
         }
+        Outcome::Waiting {
+            bundle,
+            message,
+            failed,
+            inventory,
+            skipped,
+        } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::TRUE,
+                UNPACK_SUCCESSFUL,
+                &format!("Successfully unpacked the {bundle} Bundle"),
+            );
+            let upgrading = current
+                .active_bundle
+                .as_deref()
+                .is_some_and(|a| a != bundle);
+            if *failed {
+                set(
+                    TYPE_PROGRESSING,
+                    status::FALSE,
+                    STALLED,
+                    &format!("Stopped: a probe of the {bundle} Bundle failed (see Installed)"),
+                );
+                let (reason, what) = if upgrading {
+                    (UPGRADE_FAILED, "upgrade to")
+                } else {
+                    (INSTALL_FAILED, "install")
+                };
+                set(
+                    TYPE_INSTALLED,
+                    status::FALSE,
+                    reason,
+                    &format!("Failed to {what} the {bundle} Bundle: {message}"),
+                );
+            } else {
+                set(
+                    TYPE_PROGRESSING,
+                    status::TRUE,
+                    WAITING_FOR_PROBES,
+                    &format!("Applying the {bundle} Bundle: {message}"),
+                );
+                if current.active_bundle.is_none() {
+                    set(
+                        TYPE_INSTALLED,
+                        status::FALSE,
+                        WAITING_FOR_PROBES,
+                        &format!("Installing the {bundle} Bundle: {message}"),
+                    );
+                }
+            }
+            next.inventory = inventory.clone();
+            next.skipped = skipped.clone();
+        }
+        Outcome::AwaitingApproval { bundle, digest } => {
+            set(
+                TYPE_HAS_VALID_BUNDLE,
+                status::TRUE,
+                UNPACK_SUCCESSFUL,
+                &format!("Successfully unpacked the {bundle} Bundle"),
+            );
+            set(
+                TYPE_INSTALLED,
+                status::FALSE,
+                AWAITING_APPROVAL,
+                &format!(
+                    "Nothing is installed until the {bundle} Bundle ({digest}) is approved: review status.pendingRevision, then set spec.approvedRevision to {digest}"
+                ),
+            );
+        }
+        Outcome::InvalidHealthChecks { message } => {
+            set(
+                TYPE_INSTALLED,
+                status::FALSE,
+                INVALID_HEALTH_CHECK,
+                &format!("Nothing was applied: {message}"),
+            );
+            set(
+                TYPE_PROGRESSING,
+                status::FALSE,
+                STALLED,
+                "Stopped: spec.healthChecks must be fixed (see Installed)",
+            );
+        }
         Outcome::Paused => {
             let previous = kit::conditions::find(&current.conditions, TYPE_INSTALLED)
                 .map(|c| c.status.clone())
@@ -311,6 +424,146 @@ pub fn next_status(
         }
     }
     next
+}
+
+/// What a reconcile decided and saw about revisions (see [`crate::revisions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisionStep {
+    /// Which Bundle was meant to be applied, and why.
+    pub target: Target,
+    /// The Bundle applied: its name, revision number and content digest.
+    pub applied: Option<(String, i64, String)>,
+    /// What the apply saw.
+    pub progress: Progress,
+    /// With manual approval: the revision waiting and what it would change.
+    pub pending: Option<PendingRevision>,
+}
+
+/// Adds what `step` says about revisions to `next` (the status [`next_status`] made):
+/// `status.revisions`, `status.pendingRevision`, and the conditions for a missed progress
+/// deadline, a rollback and a pending approval. Returns the failure of the applied
+/// revision, if it failed in this step or before. Pure.
+pub fn with_revisions(
+    next: &mut BundleDeploymentStatus,
+    current: &BundleDeploymentStatus,
+    step: &RevisionStep,
+    spec: &rukpak_api::BundleDeploymentSpec,
+    generation: Option<i64>,
+    now: &Time,
+) -> Option<String> {
+    let mut failure = None;
+    if let Some((bundle, revision, digest)) = &step.applied {
+        let becomes_active = next.active_bundle.as_deref() == Some(bundle.as_str());
+        failure = revisions::record(
+            &mut next.revisions,
+            bundle,
+            *revision,
+            digest,
+            &step.progress,
+            becomes_active,
+            current.active_bundle.as_deref(),
+            spec.progress_deadline_seconds,
+            now,
+        );
+    }
+    next.pending_revision = step.pending.clone();
+    let installed_now = kit::conditions::find(&next.conditions, TYPE_INSTALLED)
+        .is_some_and(|c| c.status == status::TRUE);
+    let records = next.revisions.clone();
+    let mut set = |type_: &str, status_: &str, reason: &str, message: &str| {
+        set_condition(
+            &mut next.conditions,
+            ConditionUpdate {
+                type_,
+                status: status_,
+                reason,
+                message,
+            },
+            generation,
+            now,
+        );
+    };
+    if let Some(message) = failure
+        .as_deref()
+        .filter(|m| revisions::is_deadline_failure(m))
+        && let Some((bundle, revision, _)) = &step.applied
+    {
+        let rolling_back = spec.rollback_on_failure == Some(true);
+        set(
+            TYPE_INSTALLED,
+            status::FALSE,
+            PROGRESS_DEADLINE_EXCEEDED,
+            &format!(
+                "Revision {revision} (the {bundle} Bundle) {message}{}",
+                if rolling_back {
+                    "; rolling back to the last healthy revision"
+                } else {
+                    ""
+                }
+            ),
+        );
+        set(
+            TYPE_PROGRESSING,
+            status::FALSE,
+            PROGRESS_DEADLINE_EXCEEDED,
+            &format!("Stopped: revision {revision} missed its progress deadline (see Installed)"),
+        );
+    }
+    match &step.target {
+        Target::RollBack { failed, to } => {
+            let why = revisions::find(&records, failed)
+                .and_then(|r| r.message.clone())
+                .unwrap_or_else(|| "it failed".to_owned());
+            let number = |bundle: &str| {
+                revisions::find(&records, bundle)
+                    .map(|r| r.revision.to_string())
+                    .unwrap_or_else(|| "?".to_owned())
+            };
+            if installed_now {
+                let message = format!(
+                    "Rolled back to revision {} (the {to} Bundle) because revision {} (the {failed} Bundle) failed: {why}. Change the template to try again",
+                    number(to),
+                    number(failed)
+                );
+                set(TYPE_INSTALLED, status::TRUE, ROLLED_BACK, &message);
+            }
+        }
+        Target::AwaitApproval {
+            pending, digest, ..
+        } => {
+            let summary = step.pending.as_ref().map(summarize).unwrap_or_default();
+            set(
+                TYPE_PROGRESSING,
+                status::FALSE,
+                AWAITING_APPROVAL,
+                &format!(
+                    "The {pending} Bundle ({digest}) waits for approval{summary}: review status.pendingRevision (or run `rukpak-core plan`), then set spec.approvedRevision to {digest}"
+                ),
+            );
+        }
+        Target::Current { .. } => {}
+    }
+    failure
+}
+
+/// `: 2 objects added, 1 changed, 3 permissions added`, or nothing when nothing changes.
+fn summarize(pending: &PendingRevision) -> String {
+    let parts: Vec<String> = [
+        (pending.added.len(), "added"),
+        (pending.changed.len(), "changed"),
+        (pending.removed.len(), "removed"),
+        (pending.permissions_added.len(), "RBAC permissions added"),
+        (pending.refused.len(), "refused in a dry run"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
 }
 
 /// Whether an apply of `bundle` should show its steps in status while it runs: on the way

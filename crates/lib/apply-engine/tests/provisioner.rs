@@ -295,14 +295,19 @@ async fn a_pivot_prunes_objects_the_new_bundle_no_longer_has() {
         },
     )
     .await;
-    let bd = Api::<BundleDeployment>::all(client.clone())
-        .get(&name)
-        .await
-        .unwrap();
-    assert_eq!(
-        bd.status.unwrap().active_bundle,
-        Some(bundle_name(&name, &template_hash(&bd.spec.template)))
-    );
+    // The status follows the objects: the pivot records the new Bundle once it is done.
+    wait_for("the new Bundle to be active", TIMEOUT, || async {
+        let bd = Api::<BundleDeployment>::all(client.clone())
+            .get(&name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let wanted = bundle_name(&name, &template_hash(&bd.spec.template));
+        let active = bd.status.unwrap_or_default().active_bundle;
+        (active.as_deref() == Some(wanted.as_str()))
+            .then_some(())
+            .ok_or(format!("{active:?}"))
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -317,6 +317,15 @@ pub fn desired_resolution(
     {
         annotations.insert(platform_api::CONFIG_ANNOTATION.to_owned(), json);
     }
+    if let Some(upgrade_approval) = operator.spec.upgrade_approval {
+        let approval = platform_api::Approval {
+            upgrade_approval,
+            approved_revision: operator.spec.approved_revision.clone(),
+        };
+        if let Ok(json) = serde_json::to_string(&approval) {
+            annotations.insert(platform_api::APPROVAL_ANNOTATION.to_owned(), json);
+        }
+    }
     meta.annotations = Some(annotations);
     meta.owner_references = Some(vec![owner]);
     Some(resolution)
@@ -328,9 +337,13 @@ fn up_to_date(existing: &ActiveResolution, desired: &ActiveResolution) -> bool {
         .annotations()
         .iter()
         .all(|(k, v)| existing.annotations().get(k) == Some(v))
-        // A config removed from the PlatformOperator is removed below it too.
-        && (desired.annotations().contains_key(platform_api::CONFIG_ANNOTATION)
-            || !existing.annotations().contains_key(platform_api::CONFIG_ANNOTATION));
+        // A config or approval removed from the PlatformOperator is removed below it too.
+        && [platform_api::CONFIG_ANNOTATION, platform_api::APPROVAL_ANNOTATION]
+            .iter()
+            .all(|key| {
+                desired.annotations().contains_key(*key)
+                    || !existing.annotations().contains_key(*key)
+            });
     // Others may add owner references (e.g. a background garbage-collection hint); ours
     // must be there.
     let owned = desired
@@ -536,6 +549,8 @@ mod tests {
                     upgrade_constraint_policy: Default::default(),
                 },
                 config: None,
+                upgrade_approval: None,
+                approved_revision: None,
             },
         );
         operator.metadata.uid = Some("uid-1".into());

@@ -882,6 +882,8 @@ fn summaries_read_the_installed_condition() {
                 ..Default::default()
             },
             config: None,
+            upgrade_approval: None,
+            approved_revision: None,
         },
     );
     assert_eq!(Summary::of(&operator, vec![]).installed, None);

@@ -45,6 +45,26 @@ impl ActivatorClass for PlatformOperatorClass {
         entity: &Entity,
     ) -> Result<Vec<BundleDeployment>, ClassError> {
         let mut children = self.bundle_deployments(entity)?;
+        // Approval covers every child: a dependency's upgrade changes what runs as much as
+        // the operator's own.
+        if let Some(text) = resolution
+            .annotations()
+            .get(platform_api::APPROVAL_ANNOTATION)
+        {
+            let approval: platform_api::Approval =
+                serde_json::from_str(text).map_err(|err| ClassError {
+                    selection: entity.selection.to_string(),
+                    bundle: entity.bundle.name.clone(),
+                    reason: format!(
+                        "the annotation {} does not hold a PlatformOperator's approval settings: {err}",
+                        platform_api::APPROVAL_ANNOTATION
+                    ),
+                })?;
+            for child in &mut children {
+                child.spec.upgrade_approval = approval.upgrade_approval;
+                child.spec.approved_revision = approval.approved_revision.clone();
+            }
+        }
         let own_package = resolution
             .spec
             .constraints
@@ -148,6 +168,12 @@ impl ActivatorClass for PlatformOperatorClass {
                 // objects another BundleDeployment manages are still refused.
                 collision_protection: CollisionProtection::IfNoController,
                 deletion_policy: DeletionPolicy::Delete,
+                revision_history_limit: None,
+                health_checks: Vec::new(),
+                progress_deadline_seconds: None,
+                rollback_on_failure: None,
+                upgrade_approval: Default::default(),
+                approved_revision: None,
             },
             status: None,
         }])

@@ -82,11 +82,23 @@ pub async fn store_bundle(
 ) {
     let name = live.name_any();
     let bundle_name = bundle_name(&name, &template_hash(&live.spec.template));
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    // Numbered as rukpak-core numbers them: one more than the Bundles there are.
+    let revision = bundles
+        .list(
+            &kube::api::ListParams::default().labels(&format!("core.rukpak.io/owner-name={name}")),
+        )
+        .await
+        .unwrap()
+        .items
+        .len()
+        + 1;
     let bundle: Bundle = serde_json::from_value(json!({
         "apiVersion": "core.rukpak.io/v1alpha1", "kind": "Bundle",
         "metadata": {
             "name": bundle_name,
-            "labels": { "core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": name },
+            "labels": { "core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": name,
+                        "core.rukpak.io/revision": revision.to_string() },
             "ownerReferences": [{
                 "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment", "name": name,
                 "uid": live.uid().unwrap(), "controller": true
@@ -95,7 +107,6 @@ pub async fn store_bundle(
         "spec": live.spec.template.spec
     }))
     .unwrap();
-    let bundles: Api<Bundle> = Api::all(client.clone());
     let bundle = bundles
         .create(&PostParams::default(), &bundle)
         .await
