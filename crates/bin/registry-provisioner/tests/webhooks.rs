@@ -376,14 +376,18 @@ async fn webhooks_are_registered_only_once_their_server_is_ready() {
                 .map(|s| s.conditions)
                 .unwrap_or_default()
                 .into_iter()
-                .find(|c| c.message.contains("waiting for the server"))
+                .find(|c| {
+                    c.type_ == rukpak_api::conditions::TYPE_PROGRESSING
+                        && c.reason == rukpak_api::conditions::reasons::WAITING_FOR_PROBES
+                })
                 .map(|c| c.message)
                 .ok_or_else(|| "not waiting yet".to_owned())
         },
     )
     .await;
+    // The admission phase waits for the Deployment behind the webhooks, named in status.
     assert!(
-        waiting.contains("before registering the webhooks"),
+        waiting.contains("phase 4 of 4 (webhooks and API services) waits for Deployment"),
         "{waiting}"
     );
     // The Deployment is there, its webhooks are not.
