@@ -213,7 +213,8 @@ async fn a_failed_revision_and_an_on_demand_rollback_return_to_stored_content_wi
                 "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\n  namespace: {ns}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: op}}}}\n  template:\n    metadata: {{labels: {{app: op}}}}\n    spec:\n      nodeSelector: {{no-such-label: x}}\n      containers: [{{name: main, image: example.invalid/op:1.0}}]\n"
             )));
         }
-        let files: Vec<(&str, String)> = files.iter().map(|(p, d)| (p.as_str(), d.clone())).collect();
+        let files: Vec<(&str, String)> =
+            files.iter().map(|(p, d)| (p.as_str(), d.clone())).collect();
         tar_gz(&files)
     };
     let (v1_url, v1_hits) = serve_counting(manifests("v1", false)).await;
@@ -259,22 +260,38 @@ async fn a_failed_revision_and_an_on_demand_rollback_return_to_stored_content_wi
         .iter()
         .map(|r| (r.revision, r.outcome))
         .collect();
-    assert!(outcomes.contains(&(2, RevisionOutcome::Failed)), "{outcomes:?}");
-    assert!(outcomes.contains(&(1, RevisionOutcome::Healthy)), "{outcomes:?}");
+    assert!(
+        outcomes.contains(&(2, RevisionOutcome::Failed)),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&(1, RevisionOutcome::Healthy)),
+        "{outcomes:?}"
+    );
 
     // On demand: point the template back at revision 1; its kept Bundle is used again.
     let said = revisions::rollback(&client, &name, Some(1)).await.unwrap();
     assert!(said.contains("revision 1"), "{said}");
-    wait_for("revision 1 to be the template's and installed", TIMEOUT, || async {
-        match condition(&client, &name, TYPE_INSTALLED).await? {
-            (s, r) if s == "True" && r == reasons::INSTALLATION_SUCCEEDED => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
+    wait_for(
+        "revision 1 to be the template's and installed",
+        TIMEOUT,
+        || async {
+            match condition(&client, &name, TYPE_INSTALLED).await? {
+                (s, r) if s == "True" && r == reasons::INSTALLATION_SUCCEEDED => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
     .await;
     assert_eq!(settings_value(&client, &ns).await.as_deref(), Some("v1"));
-    assert_eq!(v1_hits.load(Ordering::SeqCst), 1, "no fetch for the on-demand rollback");
+    assert_eq!(
+        v1_hits.load(Ordering::SeqCst),
+        1,
+        "no fetch for the on-demand rollback"
+    );
     // A revision that does not exist is refused, naming what is kept.
-    let refused = revisions::rollback(&client, &name, Some(9)).await.unwrap_err();
+    let refused = revisions::rollback(&client, &name, Some(9))
+        .await
+        .unwrap_err();
     assert!(refused.contains("no revision 9"), "{refused}");
 }
