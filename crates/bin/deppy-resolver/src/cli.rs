@@ -15,7 +15,7 @@ use deppy_resolver::{
     Constraint, ErrorCategory, KubeVersion, NamedCatalog, Request, Resolution, ResolveError,
     Resolver, Stats,
 };
-use fbc::CatalogIndex;
+use fbc::{CatalogIndex, Detail};
 use serde_json::{Value, json};
 
 const EXIT_UNSATISFIABLE: u8 = 1;
@@ -218,7 +218,9 @@ impl ResolveArgs {
     fn run(self) -> ExitCode {
         let mut loaded = Vec::with_capacity(self.catalogs.len());
         for arg in &self.catalogs {
-            let index = match CatalogIndex::from_dir(&arg.dir) {
+            // Only what resolution reads is held: icons and inlined manifests are most of a
+            // large catalog's bytes.
+            let index = match CatalogIndex::from_dir_with(&arg.dir, Detail::Resolution) {
                 Ok(index) => index,
                 Err(e) => {
                     let message = format!(

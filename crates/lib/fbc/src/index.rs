@@ -11,7 +11,7 @@ use crate::error::ParseError;
 use crate::gvk::Gvk;
 use crate::location::Location;
 use crate::model::{Bundle, Catalog, Channel, DeprecationReference, Package};
-use crate::parse::{parse_dir, parse_files};
+use crate::parse::{Detail, parse_dir_with, parse_files_with};
 use crate::range::{VersionRange, compare_precedence};
 
 /// One rule a catalog breaks.
@@ -299,17 +299,32 @@ impl CatalogIndex {
 
     /// Parses the catalog directory at `root` and indexes it.
     pub fn from_dir(root: impl AsRef<Path>) -> Result<Self, LoadError> {
-        Ok(Self::new(parse_dir(root)?)?)
+        Self::from_dir_with(root, Detail::Full)
     }
 
-    /// Parses in-memory catalog files (see [`parse_files`]) and indexes them.
+    /// Parses the catalog directory at `root`, keeping what `detail` says, and indexes it.
+    pub fn from_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Self, LoadError> {
+        Ok(Self::new(parse_dir_with(root, detail)?)?)
+    }
+
+    /// Parses in-memory catalog files (see [`crate::parse_files`]) and indexes them.
     pub fn from_files<I, P, C>(files: I) -> Result<Self, LoadError>
     where
         I: IntoIterator<Item = (P, C)>,
         P: AsRef<str>,
         C: AsRef<[u8]>,
     {
-        Ok(Self::new(parse_files(files)?)?)
+        Self::from_files_with(files, Detail::Full)
+    }
+
+    /// Parses in-memory catalog files, keeping what `detail` says, and indexes them.
+    pub fn from_files_with<I, P, C>(files: I, detail: Detail) -> Result<Self, LoadError>
+    where
+        I: IntoIterator<Item = (P, C)>,
+        P: AsRef<str>,
+        C: AsRef<[u8]>,
+    {
+        Ok(Self::new(parse_files_with(files, detail)?)?)
     }
 
     /// The underlying catalog, including blobs of unknown schemas.

@@ -2,7 +2,10 @@
 //!
 //! - [`parse_dir`] and [`parse_files`] read a catalog tree (JSON streams and multi-document
 //!   YAML, filtered by `.indexignore`) from disk or from memory into a [`Catalog`]. Blob-level
-//!   problems are [`ParseError`]s naming the file and document.
+//!   problems are [`ParseError`]s naming the file and document. Each document is read straight
+//!   into its typed blob; with [`Detail::Resolution`] (the `_with` variants) only what
+//!   resolution reads is kept, which for a catalog with inlined manifests and icons is a small
+//!   part of its size.
 //! - [`CatalogIndex::new`] checks the rules that span blobs (duplicates, references, channel
 //!   graphs) and answers lookups: packages and default channels, bundles by package, name and
 //!   provided API, deprecations, and upgrade successors. A package whose upgrade graph is
@@ -29,6 +32,7 @@ mod model;
 mod parse;
 mod property;
 mod range;
+mod scan;
 
 pub use channel::{ChannelError, ChannelGraph};
 pub use constraint::{Constraint, ConstraintExpr, ConstraintParseError};
@@ -43,7 +47,9 @@ pub use model::{
     Icon, Meta, Package, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS,
     SCHEMA_PACKAGE,
 };
-pub use parse::{parse_dir, parse_files, parse_into};
+pub use parse::{
+    Detail, parse_dir, parse_dir_with, parse_files, parse_files_with, parse_into, parse_into_with,
+};
 pub use property::{
     CsvMetadata, InstallMode, PackageProperty, PackageRequired, Property, PropertyError,
     TYPE_BUNDLE_OBJECT, TYPE_CONSTRAINT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_GVK_REQUIRED,

@@ -35,6 +35,18 @@ pub struct Catalog {
     pub others: Vec<Meta>,
 }
 
+impl Catalog {
+    /// Gives back what the lists grew beyond their length while parsing: up to half of each,
+    /// for as long as the catalog is held.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.packages.shrink_to_fit();
+        self.channels.shrink_to_fit();
+        self.bundles.shrink_to_fit();
+        self.deprecations.shrink_to_fit();
+        self.others.shrink_to_fit();
+    }
+}
+
 /// An `olm.package` blob.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Package {
@@ -43,9 +55,9 @@ pub struct Package {
     /// The channel to use when a request names none. Optional in the format; when set, it must
     /// name a channel of the package.
     pub default_channel: Option<String>,
-    /// Markdown description.
+    /// Markdown description (not kept with [`crate::Detail::Resolution`]).
     pub description: Option<String>,
-    /// Icon.
+    /// Icon (not kept with [`crate::Detail::Resolution`]).
     pub icon: Option<Icon>,
     /// Properties.
     pub properties: Vec<Property>,
@@ -101,7 +113,7 @@ pub struct Bundle {
     pub name: String,
     /// Bundle image reference; empty only for bundles that inline their objects.
     pub image: String,
-    /// Images the bundle uses.
+    /// Images the bundle uses (not kept with [`crate::Detail::Resolution`]).
     pub related_images: Vec<RelatedImage>,
     /// The version from the bundle's single `olm.package` property.
     pub version: Version,
@@ -213,7 +225,7 @@ pub struct Meta {
     pub package: Option<String>,
     /// The blob's `name`, if any.
     pub name: Option<String>,
-    /// The whole blob.
+    /// The whole blob (`null` with [`crate::Detail::Resolution`]).
     pub blob: Value,
     /// Where the blob came from.
     pub location: Location,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::ParseError;
 use crate::ignore::{INDEX_IGNORE, IndexIgnore};
@@ -14,8 +15,29 @@ use crate::model::{
     Icon, Meta, Package, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS,
     SCHEMA_PACKAGE,
 };
-use crate::property::{Property, RawProperty};
+use crate::property::{Property, RawJson, RawProperty};
 use crate::range::{PrereleasePolicy, VersionRange};
+use crate::scan::{Head, without_position};
+
+/// How much of each blob parsing keeps in memory.
+///
+/// A catalog carries far more than resolution reads: package icons and descriptions, CSV
+/// metadata and whole manifests inlined as `olm.bundle.object`, which are most of a large
+/// catalog's bytes. Both levels read and validate every blob the same way, so they accept and
+/// refuse the same catalogs with the same errors; they differ only in what is kept afterwards.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Detail {
+    /// Every blob as written (the default).
+    #[default]
+    Full,
+    /// What resolving and activating bundles read, for a long-lived index of a large catalog.
+    /// Dropped: package descriptions and icons, bundles' `relatedImages`, of
+    /// `olm.csv.metadata` everything but `minKubeVersion`, the values of properties this
+    /// crate does not interpret (`olm.bundle.object` and unknown types become
+    /// [`Property::Omitted`], which keeps the type), and the content of blobs of unknown
+    /// schemas ([`crate::Meta::blob`] is `null`).
+    Resolution,
+}
 
 /// Reads every catalog file under `root`, recursively.
 ///
@@ -31,6 +53,11 @@ use crate::range::{PrereleasePolicy, VersionRange};
 /// Symbolic links to files are followed; symbolic links to directories are not, as with Go's
 /// `fs.WalkDir` that operator-registry uses.
 pub fn parse_dir(root: impl AsRef<Path>) -> Result<Catalog, ParseError> {
+    parse_dir_with(root, Detail::Full)
+}
+
+/// [`parse_dir`], keeping what `detail` says.
+pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog, ParseError> {
     let root = root.as_ref();
     let mut paths = Vec::new();
     collect_files(root, "", &mut paths)?;
@@ -51,8 +78,9 @@ pub fn parse_dir(root: impl AsRef<Path>) -> Result<Catalog, ParseError> {
         .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
     {
         let bytes = read(rel)?;
-        parse_into(&mut catalog, rel, &bytes)?;
+        parse_into_with(&mut catalog, rel, &bytes, detail)?;
     }
+    catalog.shrink_to_fit();
     Ok(catalog)
 }
 
@@ -63,6 +91,16 @@ pub fn parse_dir(root: impl AsRef<Path>) -> Result<Catalog, ParseError> {
 /// and paths ending in `/` (directory entries) are skipped. `.indexignore` files among them
 /// apply as they would on disk.
 pub fn parse_files<I, P, C>(files: I) -> Result<Catalog, ParseError>
+where
+    I: IntoIterator<Item = (P, C)>,
+    P: AsRef<str>,
+    C: AsRef<[u8]>,
+{
+    parse_files_with(files, Detail::Full)
+}
+
+/// [`parse_files`], keeping what `detail` says.
+pub fn parse_files_with<I, P, C>(files: I, detail: Detail) -> Result<Catalog, ParseError>
 where
     I: IntoIterator<Item = (P, C)>,
     P: AsRef<str>,
@@ -85,18 +123,83 @@ where
         .iter()
         .filter(|(p, _)| !is_index_ignore(p) && !ignore.is_ignored(p))
     {
-        parse_into(&mut catalog, path, contents.as_ref())?;
+        parse_into_with(&mut catalog, path, contents.as_ref(), detail)?;
     }
+    catalog.shrink_to_fit();
     Ok(catalog)
 }
 
 /// Parses one catalog file's blobs and appends them to `catalog`. `file` names the file in
 /// errors and locations.
 pub fn parse_into(catalog: &mut Catalog, file: &str, contents: &[u8]) -> Result<(), ParseError> {
-    for (document, value) in decode_documents(file, contents)? {
-        add_blob(catalog, Location::new(file, document), value)?;
+    parse_into_with(catalog, file, contents, Detail::Full)
+}
+
+/// [`parse_into`], keeping what `detail` says.
+///
+/// Each document is read straight into its typed blob and nothing else of it is held: a JSON
+/// file is read in place, never as generic JSON values, and a YAML file one document at a
+/// time. So the memory a catalog takes is that of what is kept.
+///
+/// The first malformed document of a file is what its error names, even after an invalid
+/// blob earlier in the file, as when whole files were read before their blobs: after the
+/// first invalid blob, the rest of the file is only checked for syntax.
+pub fn parse_into_with(
+    catalog: &mut Catalog,
+    file: &str,
+    contents: &[u8],
+    detail: Detail,
+) -> Result<(), ParseError> {
+    let contents = contents.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(contents);
+    let first = contents.iter().find(|b| !b.is_ascii_whitespace());
+    let mut invalid = None;
+    if first == Some(&b'{') {
+        let mut stream = serde_json::Deserializer::from_slice(contents).into_iter::<Head>();
+        let mut document = 0;
+        loop {
+            let start = stream.byte_offset();
+            let Some(head) = stream.next() else {
+                break;
+            };
+            document += 1;
+            let head = head.map_err(|source| ParseError::Json {
+                file: file.to_owned(),
+                document,
+                source,
+            })?;
+            if invalid.is_none() {
+                // The document's own text (with the blank before it), to read it typed.
+                let text = contents
+                    .get(start..stream.byte_offset())
+                    .unwrap_or_default();
+                let location = || Location::new(file, document);
+                invalid = add_blob(catalog, location(), head, text, detail)
+                    .or_else(|err| {
+                        if repeats_a_key(&err) {
+                            add_blob_again(catalog, location(), text, detail)
+                        } else {
+                            Err(err)
+                        }
+                    })
+                    .err();
+            }
+        }
+    } else {
+        // The YAML iterator repeats a failure forever, so stop at the first one.
+        for (index, document) in serde_yaml_ng::Deserializer::from_slice(contents).enumerate() {
+            let value = Value::deserialize(document).map_err(|source| ParseError::Yaml {
+                file: file.to_owned(),
+                document: index + 1,
+                source,
+            })?;
+            if value.is_null() || invalid.is_some() {
+                continue;
+            }
+            let location = Location::new(file, index + 1);
+            invalid = add_blob(catalog, location, Head::of(&value), &value, detail).err();
+        }
     }
-    Ok(())
+    invalid.map_or(Ok(()), Err)
 }
 
 fn collect_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), ParseError> {
@@ -149,46 +252,96 @@ fn add_ignore(ignore: &mut IndexIgnore, file: &str, contents: &[u8]) -> Result<(
         })
 }
 
-/// Splits a file into its non-empty documents, numbered from 1.
-fn decode_documents(file: &str, contents: &[u8]) -> Result<Vec<(usize, Value)>, ParseError> {
-    let contents = contents.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(contents);
-    let first = contents.iter().find(|b| !b.is_ascii_whitespace());
-    let mut documents = Vec::new();
-    if first == Some(&b'{') {
-        let stream = serde_json::Deserializer::from_slice(contents).into_iter::<Value>();
-        for (index, item) in stream.enumerate() {
-            let value = item.map_err(|source| ParseError::Json {
-                file: file.to_owned(),
-                document: index + 1,
-                source,
-            })?;
-            documents.push((index + 1, value));
+/// Whether `error` is a typed read refusing a key given twice in one object.
+///
+/// Go's decoder, and so operator-registry, takes the last of repeated keys, as reading into a
+/// `serde_json::Value` does, but a typed read refuses them. Such a document (opm never writes
+/// one) is read again through a value (see [`add_blob_again`]), so it costs time only there.
+fn repeats_a_key(error: &ParseError) -> bool {
+    let mut cause: Option<&dyn std::error::Error> = Some(error);
+    while let Some(error) = cause {
+        if let Some(json) = error.downcast_ref::<serde_json::Error>()
+            && json.to_string().starts_with("duplicate field `")
+        {
+            return true;
         }
-    } else {
-        // The YAML iterator repeats a failure forever, so stop at the first one.
-        for (index, document) in serde_yaml_ng::Deserializer::from_slice(contents).enumerate() {
-            let value = Value::deserialize(document).map_err(|source| ParseError::Yaml {
-                file: file.to_owned(),
-                document: index + 1,
-                source,
-            })?;
-            if !value.is_null() {
-                documents.push((index + 1, value));
-            }
-        }
+        cause = error.source();
     }
-    Ok(documents)
+    false
 }
 
-fn add_blob(catalog: &mut Catalog, mut location: Location, value: Value) -> Result<(), ParseError> {
-    let Value::Object(object) = &value else {
+/// Reads a JSON document through a `serde_json::Value`, where a repeated key counts as its
+/// last occurrence.
+fn add_blob_again(
+    catalog: &mut Catalog,
+    location: Location,
+    text: &[u8],
+    detail: Detail,
+) -> Result<(), ParseError> {
+    let value: Value = serde_json::from_slice(text).map_err(|source| ParseError::Json {
+        file: location.file.clone(),
+        document: location.document,
+        source,
+    })?;
+    add_blob(catalog, location, Head::of(&value), &value, detail)
+}
+
+/// A document to read a blob from: the JSON text of one document, read in place, or a YAML
+/// document already read into a `serde_json::Value`.
+trait Source<'a>: Copy {
+    /// Property values until they are interpreted: slices of the JSON text, or values.
+    type Value: RawJson + Deserialize<'a>;
+
+    /// The document as `T`; errors carry no position (see [`without_position`]).
+    fn read<T: Deserialize<'a>>(self) -> Result<T, serde_json::Error>;
+
+    /// The whole document as a value.
+    fn to_value(self) -> Result<Value, serde_json::Error>;
+}
+
+impl<'a> Source<'a> for &'a [u8] {
+    type Value = &'a RawValue;
+
+    fn read<T: Deserialize<'a>>(self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(self).map_err(without_position)
+    }
+
+    fn to_value(self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(self)
+    }
+}
+
+impl<'a> Source<'a> for &'a Value {
+    type Value = Value;
+
+    fn read<T: Deserialize<'a>>(self) -> Result<T, serde_json::Error> {
+        T::deserialize(self)
+    }
+
+    fn to_value(self) -> Result<Value, serde_json::Error> {
+        Ok(self.clone())
+    }
+}
+
+fn add_blob<'a, S: Source<'a>>(
+    catalog: &mut Catalog,
+    mut location: Location,
+    head: Head,
+    source: S,
+    detail: Detail,
+) -> Result<(), ParseError> {
+    let Head::Object {
+        schema,
+        name,
+        package: package_name,
+    } = head
+    else {
         return Err(ParseError::NotAnObject {
             location: Box::new(location),
         });
     };
-    let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
-    location.name = text("name").filter(|n| !n.is_empty());
-    let Some(schema) = text("schema").filter(|s| !s.is_empty()) else {
+    location.name = name.filter(|n| !n.is_empty());
+    let Some(schema) = schema.filter(|s| !s.is_empty()) else {
         return Err(ParseError::MissingSchema {
             location: Box::new(location),
         });
@@ -196,17 +349,27 @@ fn add_blob(catalog: &mut Catalog, mut location: Location, value: Value) -> Resu
     location.schema = Some(schema.clone());
 
     match schema.as_str() {
-        SCHEMA_PACKAGE => catalog.packages.push(package(location, value)?),
-        SCHEMA_CHANNEL => catalog.channels.push(channel(location, value)?),
-        SCHEMA_BUNDLE => catalog.bundles.push(bundle(location, value)?),
-        SCHEMA_DEPRECATIONS => catalog.deprecations.push(deprecations(location, value)?),
-        _ => catalog.others.push(Meta {
-            package: text("package").filter(|p| !p.is_empty()),
-            name: location.name.clone(),
-            schema,
-            blob: value,
-            location,
-        }),
+        SCHEMA_PACKAGE => catalog.packages.push(package(location, source, detail)?),
+        SCHEMA_CHANNEL => catalog.channels.push(channel(location, source, detail)?),
+        SCHEMA_BUNDLE => catalog.bundles.push(bundle(location, source, detail)?),
+        SCHEMA_DEPRECATIONS => catalog.deprecations.push(deprecations(location, source)?),
+        _ => {
+            let blob = match detail {
+                Detail::Full => source.to_value().map_err(|source| ParseError::Json {
+                    file: location.file.clone(),
+                    document: location.document,
+                    source,
+                })?,
+                Detail::Resolution => Value::Null,
+            };
+            catalog.others.push(Meta {
+                package: package_name.filter(|p| !p.is_empty()),
+                name: location.name.clone(),
+                schema,
+                blob,
+                location,
+            });
+        }
     }
     Ok(())
 }
@@ -221,8 +384,8 @@ where
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawPackage {
+#[serde(rename_all = "camelCase", bound(deserialize = "V: Deserialize<'de>"))]
+struct RawPackage<'a, V> {
     #[serde(default, deserialize_with = "nullable")]
     name: String,
     #[serde(default)]
@@ -231,20 +394,21 @@ struct RawPackage {
     description: Option<String>,
     #[serde(default)]
     icon: Option<Icon>,
-    #[serde(default, deserialize_with = "nullable")]
-    properties: Vec<RawProperty>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    properties: Vec<RawProperty<'a, V>>,
 }
 
 #[derive(Deserialize)]
-struct RawChannel {
+#[serde(bound(deserialize = "V: Deserialize<'de>"))]
+struct RawChannel<'a, V> {
     #[serde(default, deserialize_with = "nullable")]
     package: String,
     #[serde(default, deserialize_with = "nullable")]
     name: String,
     #[serde(default, deserialize_with = "nullable")]
     entries: Vec<RawEntry>,
-    #[serde(default, deserialize_with = "nullable")]
-    properties: Vec<RawProperty>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    properties: Vec<RawProperty<'a, V>>,
 }
 
 #[derive(Deserialize)]
@@ -261,8 +425,8 @@ struct RawEntry {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawBundle {
+#[serde(rename_all = "camelCase", bound(deserialize = "V: Deserialize<'de>"))]
+struct RawBundle<'a, V> {
     #[serde(default, deserialize_with = "nullable")]
     package: String,
     #[serde(default, deserialize_with = "nullable")]
@@ -271,8 +435,8 @@ struct RawBundle {
     image: String,
     #[serde(default, deserialize_with = "nullable")]
     related_images: Vec<RelatedImage>,
-    #[serde(default, deserialize_with = "nullable")]
-    properties: Vec<RawProperty>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    properties: Vec<RawProperty<'a, V>>,
 }
 
 #[derive(Deserialize)]
@@ -298,12 +462,13 @@ struct RawReference {
     name: Option<String>,
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(
+/// Reads one document as the typed blob of `schema`.
+fn decode<'a, T: Deserialize<'a>>(
     location: &Location,
     schema: &'static str,
-    value: Value,
+    source: impl Source<'a>,
 ) -> Result<T, ParseError> {
-    serde_json::from_value(value).map_err(|source| ParseError::Shape {
+    source.read().map_err(|source| ParseError::Shape {
         location: Box::new(location.clone()),
         schema,
         source,
@@ -324,36 +489,50 @@ fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
 }
 
-fn properties(location: &Location, raw: Vec<RawProperty>) -> Result<Vec<Property>, ParseError> {
-    raw.into_iter()
+fn properties<V: RawJson>(
+    location: &Location,
+    raw: Vec<RawProperty<'_, V>>,
+    detail: Detail,
+) -> Result<Vec<Property>, ParseError> {
+    raw.iter()
         .enumerate()
         .map(|(index, property)| {
-            let type_name = property.type_name.clone();
-            Property::try_from(property).map_err(|source| ParseError::Property {
-                location: Box::new(location.clone()),
-                index,
-                type_name,
-                source,
-            })
+            property
+                .interpret(detail)
+                .map_err(|source| ParseError::Property {
+                    location: Box::new(location.clone()),
+                    index,
+                    type_name: property.type_name.clone().into_owned(),
+                    source,
+                })
         })
         .collect()
 }
 
-fn package(location: Location, value: Value) -> Result<Package, ParseError> {
-    let raw: RawPackage = decode(&location, SCHEMA_PACKAGE, value)?;
+fn package<'a, S: Source<'a>>(
+    location: Location,
+    source: S,
+    detail: Detail,
+) -> Result<Package, ParseError> {
+    let raw: RawPackage<'a, S::Value> = decode(&location, SCHEMA_PACKAGE, source)?;
     require(&location, "name", &raw.name)?;
+    let full = detail == Detail::Full;
     Ok(Package {
         name: raw.name,
         default_channel: non_empty(raw.default_channel),
-        description: non_empty(raw.description),
-        icon: raw.icon,
-        properties: properties(&location, raw.properties)?,
+        description: non_empty(raw.description).filter(|_| full),
+        icon: raw.icon.filter(|_| full),
+        properties: properties(&location, raw.properties, detail)?,
         location,
     })
 }
 
-fn channel(location: Location, value: Value) -> Result<Channel, ParseError> {
-    let raw: RawChannel = decode(&location, SCHEMA_CHANNEL, value)?;
+fn channel<'a, S: Source<'a>>(
+    location: Location,
+    source: S,
+    detail: Detail,
+) -> Result<Channel, ParseError> {
+    let raw: RawChannel<'a, S::Value> = decode(&location, SCHEMA_CHANNEL, source)?;
     require(&location, "package", &raw.package)?;
     require(&location, "name", &raw.name)?;
     let mut entries = Vec::with_capacity(raw.entries.len());
@@ -382,16 +561,20 @@ fn channel(location: Location, value: Value) -> Result<Channel, ParseError> {
         package: raw.package,
         name: raw.name,
         entries,
-        properties: properties(&location, raw.properties)?,
+        properties: properties(&location, raw.properties, detail)?,
         location,
     })
 }
 
-fn bundle(location: Location, value: Value) -> Result<Bundle, ParseError> {
-    let raw: RawBundle = decode(&location, SCHEMA_BUNDLE, value)?;
+fn bundle<'a, S: Source<'a>>(
+    location: Location,
+    source: S,
+    detail: Detail,
+) -> Result<Bundle, ParseError> {
+    let raw: RawBundle<'a, S::Value> = decode(&location, SCHEMA_BUNDLE, source)?;
     require(&location, "package", &raw.package)?;
     require(&location, "name", &raw.name)?;
-    let properties = properties(&location, raw.properties)?;
+    let properties = properties(&location, raw.properties, detail)?;
     let mut packages = properties.iter().filter_map(|p| match p {
         Property::Package(p) => Some(p),
         _ => None,
@@ -418,15 +601,21 @@ fn bundle(location: Location, value: Value) -> Result<Bundle, ParseError> {
         package: raw.package,
         name: raw.name,
         image: raw.image,
-        related_images: raw.related_images,
+        related_images: match detail {
+            Detail::Full => raw.related_images,
+            Detail::Resolution => Vec::new(),
+        },
         version,
         properties,
         location,
     })
 }
 
-fn deprecations(location: Location, value: Value) -> Result<Deprecations, ParseError> {
-    let raw: RawDeprecations = decode(&location, SCHEMA_DEPRECATIONS, value)?;
+fn deprecations<'a>(
+    location: Location,
+    source: impl Source<'a>,
+) -> Result<Deprecations, ParseError> {
+    let raw: RawDeprecations = decode(&location, SCHEMA_DEPRECATIONS, source)?;
     require(&location, "package", &raw.package)?;
     let mut entries = Vec::with_capacity(raw.entries.len());
     for (index, entry) in raw.entries.into_iter().enumerate() {
@@ -473,6 +662,8 @@ fn deprecations(location: Location, value: Value) -> Result<Deprecations, ParseE
 
 #[cfg(test)]
 mod tests {
+    use semver::Version;
+
     use super::*;
 
     #[test]
@@ -483,21 +674,63 @@ mod tests {
         assert_eq!(normalize("./"), None);
     }
 
+    fn documents(file: &str, contents: &[u8]) -> Vec<usize> {
+        let mut catalog = Catalog::default();
+        parse_into(&mut catalog, file, contents).unwrap();
+        catalog.others.iter().map(|m| m.location.document).collect()
+    }
+
     #[test]
     fn empty_yaml_documents_are_counted_but_skipped() {
-        let docs = decode_documents("f.yaml", b"---\n---\nschema: x\n").unwrap();
+        let docs = documents("f.yaml", b"---\n---\nschema: x\n");
         assert_eq!(docs.len(), 1);
         assert!(
-            docs[0].0 > 1,
+            docs[0] > 1,
             "document number {} counts the empty ones",
-            docs[0].0
+            docs[0]
         );
     }
 
     #[test]
+    fn a_repeated_key_counts_as_its_last_occurrence_as_in_go() {
+        let bundle = br#"{"schema":"olm.bundle","package":"p","name":"p.v0","name":"p.v1",
+            "image":"r/p:1","properties":[{"type":"olm.package",
+            "value":{"packageName":"p","version":"0.1.0","version":"1.0.0"}}]}"#;
+        for detail in [Detail::Full, Detail::Resolution] {
+            let mut catalog = Catalog::default();
+            parse_into_with(&mut catalog, "b.json", bundle, detail).unwrap();
+            let [bundle] = catalog.bundles.as_slice() else {
+                panic!("{:?}", catalog.bundles);
+            };
+            assert_eq!(bundle.name, "p.v1");
+            assert_eq!(bundle.version, Version::new(1, 0, 0));
+            assert_eq!(bundle.location.name.as_deref(), Some("p.v1"));
+        }
+    }
+
+    #[test]
+    fn a_malformed_document_is_reported_before_an_invalid_blob_ahead_of_it() {
+        let mut catalog = Catalog::default();
+        let err = parse_into(&mut catalog, "f.json", b"{}\n{\"schema\":").unwrap_err();
+        assert!(
+            matches!(err, ParseError::Json { document: 2, .. }),
+            "{err:?}"
+        );
+        let err = parse_into(&mut catalog, "f.yaml", b"name: x\n---\n[").unwrap_err();
+        assert!(
+            matches!(err, ParseError::Yaml { document: 2, .. }),
+            "{err:?}"
+        );
+        let err = parse_into(&mut catalog, "f.json", b"{}\n{\"schema\":\"x\"}").unwrap_err();
+        assert!(matches!(err, ParseError::MissingSchema { .. }), "{err:?}");
+    }
+
+    #[test]
     fn concatenated_json_objects_are_separate_documents() {
-        let docs = decode_documents("f.json", b" {\"a\":1}\n{\"b\":2}{\"c\":3}").unwrap();
-        let numbers: Vec<usize> = docs.iter().map(|(n, _)| *n).collect();
-        assert_eq!(numbers, vec![1, 2, 3]);
+        let docs = documents(
+            "f.json",
+            b" {\"schema\":\"a\"}\n{\"schema\":\"b\"}{\"schema\":\"c\"}",
+        );
+        assert_eq!(docs, vec![1, 2, 3]);
     }
 }

@@ -1,17 +1,24 @@
 //! Typed properties (`{"type": ..., "value": ...}`) carried by bundles, packages and channels.
 //!
 //! Known property types are decoded and validated; any other type is kept verbatim as
-//! [`Property::Other`], because catalogs routinely carry properties this crate does not interpret.
+//! [`Property::Other`], because catalogs routinely carry properties this crate does not interpret,
+//! or, when parsing keeps only what resolution reads ([`Detail::Resolution`]), as
+//! [`Property::Omitted`], its type without its value.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use semver::Version;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::constraint::{self, Constraint};
 use crate::gvk::Gvk;
+use crate::parse::Detail;
 use crate::range::{PrereleasePolicy, RangeError, VersionRange};
+use crate::scan::without_position;
 
 /// `olm.package`: the bundle's package and version.
 pub const TYPE_PACKAGE: &str = "olm.package";
@@ -54,6 +61,12 @@ pub enum Property {
         /// The property's `value`.
         value: Value,
     },
+    /// A property whose value was not kept, only its type: what [`Detail::Resolution`]
+    /// makes of `olm.bundle.object` and of types this crate does not interpret.
+    Omitted {
+        /// The property's `type`.
+        type_name: Cow<'static, str>,
+    },
 }
 
 impl Property {
@@ -68,6 +81,7 @@ impl Property {
             Property::MaxOpenShiftVersion(_) => TYPE_MAX_OPENSHIFT_VERSION,
             Property::CsvMetadata(_) => TYPE_CSV_METADATA,
             Property::Other { type_name, .. } => type_name,
+            Property::Omitted { type_name } => type_name,
         }
     }
 }
@@ -168,13 +182,46 @@ pub enum PropertyError {
     MaxOpenShiftVersion,
 }
 
-/// A property before interpretation.
+/// A property before interpretation. Its value is held as read: for a JSON file, a slice of
+/// the file's text, so that a value that is not kept (a base64 manifest, say) is never copied.
 #[derive(Debug, Deserialize)]
-pub(crate) struct RawProperty {
-    #[serde(rename = "type")]
-    pub type_name: String,
+#[serde(bound(deserialize = "V: Deserialize<'de>"))]
+pub(crate) struct RawProperty<'a, V> {
+    #[serde(rename = "type", borrow)]
+    pub type_name: Cow<'a, str>,
+    /// `None` when absent or `null`.
     #[serde(default)]
-    pub value: Value,
+    pub value: Option<V>,
+}
+
+/// A JSON value as read, before it is interpreted: a slice of JSON text, or a value (what a
+/// YAML document is read into).
+pub(crate) trait RawJson {
+    /// The value as `T`; errors carry no position (see [`without_position`]).
+    fn read<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error>;
+
+    /// The value itself.
+    fn to_value(&self) -> Result<Value, serde_json::Error>;
+}
+
+impl RawJson for &RawValue {
+    fn read<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.get()).map_err(without_position)
+    }
+
+    fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(self.get())
+    }
+}
+
+impl RawJson for Value {
+    fn read<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        T::deserialize(self)
+    }
+
+    fn to_value(&self) -> Result<Value, serde_json::Error> {
+        Ok(self.clone())
+    }
 }
 
 #[derive(Deserialize)]
@@ -193,13 +240,6 @@ struct RawPackageRequired {
     version_range: String,
 }
 
-fn shape<T: for<'de> Deserialize<'de>>(type_name: &str, value: Value) -> Result<T, PropertyError> {
-    serde_json::from_value(value).map_err(|source| PropertyError::Shape {
-        type_name: type_name.to_owned(),
-        source,
-    })
-}
-
 /// Parses a strict semver version, as operator-registry does for bundle versions.
 pub(crate) fn parse_version(text: &str) -> Result<Version, PropertyError> {
     Version::parse(text).map_err(|source| PropertyError::Version {
@@ -208,24 +248,49 @@ pub(crate) fn parse_version(text: &str) -> Result<Version, PropertyError> {
     })
 }
 
-impl TryFrom<RawProperty> for Property {
-    type Error = PropertyError;
+impl<V: RawJson> RawProperty<'_, V> {
+    /// The value as `T`; an absent value is `null`.
+    fn shape<T: DeserializeOwned>(&self) -> Result<T, PropertyError> {
+        match &self.value {
+            Some(value) => value.read(),
+            None => Value::Null.read(),
+        }
+        .map_err(|source| PropertyError::Shape {
+            type_name: self.type_name.clone().into_owned(),
+            source,
+        })
+    }
 
-    fn try_from(raw: RawProperty) -> Result<Self, PropertyError> {
-        let RawProperty { type_name, value } = raw;
-        Ok(match type_name.as_str() {
+    /// The value itself; only small values are read this way, since only what resolution
+    /// does not read can be large.
+    fn value(&self) -> Result<Value, PropertyError> {
+        match &self.value {
+            Some(value) => value.to_value(),
+            None => Ok(Value::Null),
+        }
+        .map_err(|source| PropertyError::Shape {
+            type_name: self.type_name.clone().into_owned(),
+            source,
+        })
+    }
+
+    /// The typed property, or why its value is invalid; `detail` says whether values this
+    /// crate does not read are kept.
+    pub(crate) fn interpret(&self, detail: Detail) -> Result<Property, PropertyError> {
+        let type_name = self.type_name.as_ref();
+        Ok(match type_name {
             TYPE_PACKAGE => {
-                let p: RawPackageProperty = shape(&type_name, value)?;
+                let p: RawPackageProperty = self.shape()?;
                 Property::Package(PackageProperty {
                     version: parse_version(&p.version)?,
                     package_name: p.package_name,
                     release: p.release.filter(|r| !r.is_empty()),
                 })
             }
-            TYPE_GVK => Property::Gvk(shape(&type_name, value)?),
-            TYPE_GVK_REQUIRED => Property::GvkRequired(shape(&type_name, value)?),
+            TYPE_GVK => Property::Gvk(self.shape()?),
+            TYPE_GVK_REQUIRED => Property::GvkRequired(self.shape()?),
             TYPE_PACKAGE_REQUIRED => {
-                let p: RawPackageRequired = shape(&type_name, value)?;
+                let p: RawPackageRequired = self.shape()?;
                 let version_range =
                     VersionRange::parse(&p.version_range, PrereleasePolicy::Ordered)
                         .map_err(PropertyError::Range)?;
@@ -234,14 +299,37 @@ impl TryFrom<RawProperty> for Property {
                     version_range,
                 })
             }
-            TYPE_CONSTRAINT => Property::Constraint(Constraint::from_value(&value)?),
-            TYPE_MAX_OPENSHIFT_VERSION => Property::MaxOpenShiftVersion(match value {
+            TYPE_CONSTRAINT => Property::Constraint(Constraint::from_value(&self.value()?)?),
+            TYPE_MAX_OPENSHIFT_VERSION => Property::MaxOpenShiftVersion(match self.value()? {
                 Value::String(s) => s,
                 Value::Number(n) => n.to_string(),
                 _ => return Err(PropertyError::MaxOpenShiftVersion),
             }),
-            TYPE_CSV_METADATA => Property::CsvMetadata(Box::new(shape(&type_name, value)?)),
-            _ => Property::Other { type_name, value },
+            TYPE_CSV_METADATA => {
+                // Read in full either way, so that both details accept the same catalogs.
+                let metadata: CsvMetadata = self.shape()?;
+                Property::CsvMetadata(Box::new(match detail {
+                    Detail::Full => metadata,
+                    Detail::Resolution => CsvMetadata {
+                        min_kube_version: metadata.min_kube_version,
+                        ..CsvMetadata::default()
+                    },
+                }))
+            }
+            _ => match detail {
+                Detail::Full => Property::Other {
+                    type_name: type_name.to_owned(),
+                    value: self.value()?,
+                },
+                Detail::Resolution => Property::Omitted {
+                    // The type every bundle repeats costs no allocation.
+                    type_name: if type_name == TYPE_BUNDLE_OBJECT {
+                        Cow::Borrowed(TYPE_BUNDLE_OBJECT)
+                    } else {
+                        Cow::Owned(type_name.to_owned())
+                    },
+                },
+            },
         })
     }
 }

@@ -89,6 +89,27 @@ proptest! {
     }
 
     #[test]
+    fn both_details_accept_and_refuse_the_same_documents(
+        objects in prop::collection::vec(value(), 0..8),
+        yaml in any::<bool>(),
+    ) {
+        let (file, text) = if yaml {
+            let docs: Vec<String> =
+                objects.iter().map(|o| serde_yaml_ng::to_string(o).unwrap()).collect();
+            ("catalog.yaml", docs.join("---\n"))
+        } else {
+            let docs: Vec<String> = objects.iter().map(|o| o.to_string()).collect();
+            ("catalog.json", docs.join("\n"))
+        };
+        let outcome = |detail| {
+            fbc::parse_files_with([(file, text.as_bytes())], detail)
+                .map(|c| (c.packages.len(), c.channels.len(), c.bundles.len(), c.others.len()))
+                .map_err(|e| e.to_string())
+        };
+        prop_assert_eq!(outcome(fbc::Detail::Full), outcome(fbc::Detail::Resolution));
+    }
+
+    #[test]
     fn random_and_damaged_bytes_never_panic(
         bytes in prop::collection::vec(any::<u8>(), 0..4096),
         yaml in any::<bool>(),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use deppy_api::conditions::{TYPE_SERVING, TYPE_UNPACKED, reasons};
 use deppy_api::{Catalog, CatalogSource, CatalogStatus, ContentRef};
-use fbc::CatalogIndex;
+use fbc::{CatalogIndex, Detail};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -570,11 +570,14 @@ async fn from_store(ctx: &Context, current: &CatalogStatus) -> Option<content::C
 }
 
 /// Parses the content as a file-based catalog; the error is a message for the user.
+///
+/// The served index holds only what resolution reads ([`Detail::Resolution`]): icons, CSV
+/// metadata and inlined manifests, most of a large catalog's bytes, stay in the content store.
 fn parse(content: &content::Content, ctx: &Context) -> Result<CatalogIndex, String> {
     let files = content
         .files(&ctx.settings.unpack.limits)
         .map_err(|err| error_chain(&err))?;
-    CatalogIndex::from_files(files.iter()).map_err(|err| error_chain(&err))
+    CatalogIndex::from_files_with(files.iter(), Detail::Resolution).map_err(|err| error_chain(&err))
 }
 
 /// Stores the content owned by the Catalog (adding the Catalog as an owner when another
