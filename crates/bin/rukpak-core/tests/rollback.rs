@@ -13,7 +13,7 @@ use std::time::Duration;
 use apply_engine::controller::{self, Settings};
 use apply_engine::drift::DriftWatches;
 use apply_engine::plain::PlainFormat;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
@@ -21,7 +21,7 @@ use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED, reasons};
 use rukpak_api::{BundleDeployment, RevisionOutcome};
 use rukpak_core::{bundle, revisions, templating};
 use serde_json::json;
-use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
+use testkit::{client, unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -39,14 +39,7 @@ async fn setup() -> Client {
     static STARTED: OnceLock<()> = OnceLock::new();
     let client = client().await;
     if STARTED.get().is_none() {
-        install_crds(&client).await;
-        apply_dir(&client, "deploy/provisioner-classes").await;
-        testkit::install_admission(&client).await;
-        let ns: Namespace =
-            serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
-        let _ = Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &ns)
-            .await;
+        testkit::install_rukpak(&client, system_namespace()).await;
         if STARTED.set(()).is_ok() {
             testkit::spawn_background(move || async move {
                 let config = kube::Config::infer().await.unwrap();

@@ -12,14 +12,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use rukpak_api::{Bundle, BundleDeployment, BundlePhase, bundle_name, template_hash};
 use rukpak_core::{bundle, templating};
 use serde_json::json;
-use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
+use testkit::{client, unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -45,14 +45,7 @@ async fn setup() -> Client {
     static STARTED: OnceLock<()> = OnceLock::new();
     let client = client().await;
     if STARTED.get().is_none() {
-        install_crds(&client).await;
-        apply_dir(&client, "deploy/provisioner-classes").await;
-        testkit::install_admission(&client).await;
-        let ns: Namespace =
-            serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
-        let _ = Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &ns)
-            .await;
+        testkit::install_rukpak(&client, system_namespace()).await;
         if STARTED.set(()).is_ok() {
             testkit::spawn_background(move || async move {
                 let client = Client::try_default().await.unwrap();

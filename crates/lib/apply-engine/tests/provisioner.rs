@@ -8,7 +8,8 @@
 
 mod support;
 
-use std::sync::OnceLock;
+use support::{configmap, deploy, deployment, namespace, setup};
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -17,74 +18,12 @@ use kube::{Api, Client, ResourceExt};
 use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED, TYPE_PROGRESSING, reasons};
 use rukpak_api::{BundleDeployment, bundle_name, template_hash};
 use serde_json::json;
-use testkit::{apply_dir, client, install_crds, unique_name, wait_for};
+use testkit::{unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The content store namespace of this test process.
-fn system_namespace() -> &'static str {
-    static NAME: OnceLock<String> = OnceLock::new();
-    NAME.get_or_init(|| unique_name("rukpak-system"))
-}
-
-/// Installs the CRDs and classes and starts the controller, once per process.
-async fn setup() -> Client {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    let client = client().await;
-    if STARTED.get().is_none() {
-        install_crds(&client).await;
-        apply_dir(&client, "deploy/provisioner-classes").await;
-        testkit::install_admission(&client).await;
-        let ns: Namespace =
-            serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
-        let _ = Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &ns)
-            .await;
-        if STARTED.set(()).is_ok() {
-            support::start_provisioner(system_namespace().to_owned(), None);
-        }
-    }
-    client
-}
-
-/// A BundleDeployment whose template is an upload bundle named by `tag` (so a new tag is a
-/// new template, hence a new Bundle).
-fn deployment(name: &str, tag: &str, extra: serde_json::Value) -> BundleDeployment {
-    let mut spec = json!({
-        "provisionerClassName": "core-rukpak-io-plain",
-        "template": {
-            "metadata": { "labels": { "test-content": tag } },
-            "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": { "type": "upload", "upload": {} } }
-        }
-    });
-    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
-        spec.extend(extra.clone());
-    }
-    serde_json::from_value(json!({
-        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-        "metadata": { "name": name, "labels": { "olmv1-test": system_namespace() } }, "spec": spec
-    }))
-    .unwrap()
-}
-
-/// Creates or updates the BundleDeployment, then plays rukpak-core for it.
-async fn deploy(client: &Client, deployment: &BundleDeployment, manifests: &[(&str, String)]) {
-    let live = support::create_or_update(client, deployment).await;
-    support::store_bundle(client, system_namespace(), &live, manifests).await;
-}
-
 async fn wait_condition(client: &Client, name: &str, type_: &str, status: &str) -> String {
     support::wait_condition(client, name, type_, status, TIMEOUT).await
-}
-
-fn configmap(namespace: &str, name: &str, data: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  key: {data}\n"
-    )
-}
-
-fn namespace(name: &str) -> String {
-    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
 }
 
 fn crd(group: &str) -> String {

@@ -259,6 +259,22 @@ pub async fn install_admission(client: &Client) {
     apply_dir(client, "deploy/admission").await;
 }
 
+/// What a test process running RukPak's controllers in-process needs on the cluster: the
+/// CRDs, the provisioner classes, the admission policies, and its own content store namespace
+/// (`system_namespace`; one that exists already is fine).
+pub async fn install_rukpak(client: &Client, system_namespace: &str) {
+    install_crds(client).await;
+    apply_dir(client, "deploy/provisioner-classes").await;
+    install_admission(client).await;
+    let namespace = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": system_namespace }
+    }))
+    .expect("a Namespace");
+    let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .create(&kube::api::PostParams::default(), &namespace)
+        .await;
+}
+
 /// Applies the project's CRDs (`deploy/crds` and `deploy/compat`) and waits until every
 /// one is Established.
 pub async fn install_crds(client: &Client) {

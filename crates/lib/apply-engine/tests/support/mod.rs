@@ -4,7 +4,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use apply_engine::controller::{self, Context, Settings};
@@ -167,4 +167,62 @@ pub async fn wait_condition(
         }
     })
     .await
+}
+
+/// The content store namespace of this test process (and the value of the `olmv1-test`
+/// label its in-process provisioner handles).
+pub fn system_namespace() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| unique_name("rukpak-system"))
+}
+
+/// Installs the CRDs, classes and policies and starts the plain provisioner, once per process.
+pub async fn setup() -> Client {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let client = testkit::client().await;
+    if STARTED.get().is_none() {
+        testkit::install_rukpak(&client, system_namespace()).await;
+        if STARTED.set(()).is_ok() {
+            start_provisioner(system_namespace().to_owned(), None);
+        }
+    }
+    client
+}
+
+/// A BundleDeployment of the plain class whose template is an upload bundle named by `tag`
+/// (so a new tag is a new template, hence a new Bundle), with `extra` spec fields.
+pub fn deployment(name: &str, tag: &str, extra: serde_json::Value) -> BundleDeployment {
+    let mut spec = json!({
+        "provisionerClassName": "core-rukpak-io-plain",
+        "template": {
+            "metadata": { "labels": { "test-content": tag } },
+            "spec": { "provisionerClassName": "core-rukpak-io-plain", "source": { "type": "upload", "upload": {} } }
+        }
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": { "name": name, "labels": { "olmv1-test": system_namespace() } }, "spec": spec
+    }))
+    .unwrap()
+}
+
+/// Creates or updates the BundleDeployment, then plays rukpak-core for it.
+pub async fn deploy(client: &Client, deployment: &BundleDeployment, manifests: &[(&str, String)]) {
+    let live = create_or_update(client, deployment).await;
+    store_bundle(client, system_namespace(), &live, manifests).await;
+}
+
+/// A Namespace manifest.
+pub fn namespace(name: &str) -> String {
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+}
+
+/// A ConfigMap manifest whose `key` holds `data`.
+pub fn configmap(namespace: &str, name: &str, data: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  key: {data}\n"
+    )
 }
