@@ -141,7 +141,10 @@ impl CatalogCache {
             let files = content
                 .files(&limits)
                 .map_err(|err| kit::error_chain(&err))?;
-            CatalogIndex::from_files(files.iter()).map_err(|err| kit::error_chain(&err))
+            // Only what activation reads is held: icons, descriptions and inline manifests
+            // are validated and dropped (the content store keeps them).
+            CatalogIndex::from_files_with(files.iter(), fbc::Detail::Resolution)
+                .map_err(|err| kit::error_chain(&err))
         })
         .await
         .map_err(|source| CatalogError::Task {
