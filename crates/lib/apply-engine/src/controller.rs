@@ -580,21 +580,31 @@ async fn install<F: BundleFormat>(
     };
     let target = crate::revisions::choose(&deployment.spec, current, found, &bundles);
     let pending = match &target {
+        // Content does not change under a digest: a complete review of the same revision is
+        // kept, so the drift events of what runs meanwhile do not each reload the content and
+        // dry-run every object again. An incomplete one (refusals) is worked out again.
         Target::AwaitApproval {
             pending, digest, ..
-        } => Some(
-            review_pending(
-                ctx,
-                deployment,
-                class_parameters,
-                current,
-                found,
-                pending,
-                digest,
-                &checks,
-            )
-            .await,
-        ),
+        } => match current
+            .pending_revision
+            .as_ref()
+            .filter(|p| p.digest == *digest && p.bundle == *pending && p.refused.is_empty())
+        {
+            Some(reviewed) => Some(reviewed.clone()),
+            None => Some(
+                review_pending(
+                    ctx,
+                    deployment,
+                    class_parameters,
+                    current,
+                    found,
+                    pending,
+                    digest,
+                    &checks,
+                )
+                .await,
+            ),
+        },
         _ => None,
     };
     let Some(applied) = target
