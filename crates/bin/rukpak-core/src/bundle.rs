@@ -31,6 +31,10 @@ use crate::{UPLOADED_DIGEST_ANNOTATION, error_chain};
 /// How often unpacked content is checked to still be in the store.
 const VERIFY_INTERVAL: Duration = Duration::from_secs(600);
 
+/// An unpack that takes longer than this shows `Unpacking` in status; a quicker one only
+/// writes its outcome.
+const SHOW_UNPACKING_AFTER: Duration = Duration::from_secs(1);
+
 /// Unpack metrics, by source type.
 #[derive(Clone)]
 pub struct UnpackMetrics {
@@ -353,34 +357,41 @@ async fn unpack(bundle: &Bundle, ctx: &Context) -> Result<(&'static str, Action)
         .await;
     }
 
-    // Say "Unpacking" on a first attempt only: a retry after a failure keeps showing that
-    // failure until the outcome differs, so identical failures never rewrite status.
+    // Say "Unpacking" on a first attempt only, and only once it has taken a moment (most
+    // sources unpack in milliseconds, and each status write is a request and a watch event
+    // for every reader): a retry after a failure keeps showing that failure until the
+    // outcome differs, so identical failures never rewrite status.
     let mut live = current.clone();
-    if !matches!(
+    let announce_unpacking = !matches!(
         current.phase,
         Some(BundlePhase::Unpacking | BundlePhase::Failing)
-    ) && bundle.spec.source.type_ != rukpak_api::SourceType::Upload
-    {
-        let mut unpacking = current.clone();
-        unpacking.phase = Some(BundlePhase::Unpacking);
-        unpacking.observed_generation = generation;
-        set_condition(
-            &mut unpacking.conditions,
-            ConditionUpdate {
-                type_: TYPE_UNPACKED,
-                status: status::FALSE,
-                reason: reasons::UNPACKING,
-                message: "Unpacking the bundle content",
-            },
-            generation,
-            &kit::conditions::now(),
-        );
-        write_status(ctx, &name, &unpacking).await?;
-        live = unpacking;
-    }
-
+    ) && bundle.spec.source.type_ != rukpak_api::SourceType::Upload;
     let started = Instant::now();
-    let attempt = attempt(bundle, ctx).await;
+    let running = attempt(bundle, ctx);
+    tokio::pin!(running);
+    let attempt = tokio::select! {
+        biased;
+        done = &mut running => done,
+        () = tokio::time::sleep(SHOW_UNPACKING_AFTER), if announce_unpacking => {
+            let mut unpacking = current.clone();
+            unpacking.phase = Some(BundlePhase::Unpacking);
+            unpacking.observed_generation = generation;
+            set_condition(
+                &mut unpacking.conditions,
+                ConditionUpdate {
+                    type_: TYPE_UNPACKED,
+                    status: status::FALSE,
+                    reason: reasons::UNPACKING,
+                    message: "Unpacking the bundle content",
+                },
+                generation,
+                &kit::conditions::now(),
+            );
+            write_status(ctx, &name, &unpacking).await?;
+            live = unpacking;
+            running.await
+        }
+    };
     let mut next = live.clone();
     next.observed_generation = generation;
     let now = kit::conditions::now();

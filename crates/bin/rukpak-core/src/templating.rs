@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use rukpak_api::labels::{OWNER_KIND, OWNER_NAME, REVISION, TEMPLATE_HASH};
 use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
@@ -41,13 +42,21 @@ pub struct Context {
     metrics: ReconcileMetrics,
     backoff: Backoff,
     selector: Option<String>,
+    /// Every Bundle a BundleDeployment owns, as its watch last saw it: a reconcile reads
+    /// them here instead of listing them (a reconcile runs on every status change).
+    bundles: Store<Bundle>,
+    /// The writer of that store, taken by [`run`], which starts its watch.
+    writer: std::sync::Mutex<Option<Writer<Bundle>>>,
 }
 
 impl Context {
     /// The context. With `selector`, only BundleDeployments matching that label selector
     /// are handled.
     pub fn new(client: Client, metrics: ReconcileMetrics, selector: Option<String>) -> Self {
+        let writer = Writer::default();
         Self {
+            bundles: writer.as_reader(),
+            writer: std::sync::Mutex::new(Some(writer)),
             selector,
             recorder: kit::controller::recorder(client.clone(), crate::FIELD_MANAGER),
             client,
@@ -84,7 +93,40 @@ pub async fn run(
     readiness: &kit::admin::Readiness,
     shutdown: CancellationToken,
 ) {
+    let Some(writer) = ctx
+        .writer
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+    else {
+        tracing::error!("the BundleDeployment controller of this context runs already");
+        return;
+    };
     let config = kit::watch::config(ctx.selector.as_deref());
+    let bundles = watcher(
+        Api::<Bundle>::all(ctx.client.clone()),
+        watcher::Config::default().labels(OWNER_NAME),
+    )
+    .backoff(kit::watch::WatchBackoff::default())
+    .inspect(kit::watch::report_failures(
+        readiness,
+        "watch:generated-bundles",
+    ))
+    .reflect(writer)
+    .touched_objects();
+    readiness.track_store("watch:generated-bundles", ctx.bundles.clone());
+    let (requests, from_bundles) = tokio::sync::mpsc::channel(1024);
+    tokio::spawn(kit::watch::forward(
+        bundles,
+        |bundle: &Bundle| {
+            bundle
+                .labels()
+                .get(OWNER_NAME)
+                .map(|owner| kube::runtime::reflector::ObjectRef::new(owner))
+        },
+        requests,
+        shutdown.clone(),
+    ));
     // Every change, status included: the provisioner's `activeBundle` decides which old
     // Bundles may go.
     let controller = kit::watch::on_every_change(
@@ -93,10 +135,7 @@ pub async fn run(
         readiness,
         "watch:bundledeployments",
     )
-    .owns(
-        Api::<Bundle>::all(ctx.client.clone()),
-        watcher::Config::default().labels(OWNER_NAME),
-    )
+    .reconcile_on(tokio_stream::wrappers::ReceiverStream::new(from_bundles))
     .graceful_shutdown_on(shutdown.cancelled_owned());
     controller
         .run(reconcile, error_policy, ctx)
@@ -218,25 +257,22 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
         return Ok(Action::await_change());
     }
     let name = deployment.name_any();
-    let fail = |verb: &'static str| {
-        let name = name.clone();
-        move |source| Error {
-            verb,
-            deployment: name,
-            source,
-        }
-    };
     let bundles: Api<Bundle> = Api::all(ctx.client.clone());
     let Some(desired) = desired_bundle(deployment) else {
         // No uid yet: a watch event will follow.
         return Ok(Action::await_change());
     };
     let desired_name = desired.name_any();
-    let owned = bundles
-        .list(&ListParams::default().labels(&format!("{OWNER_NAME}={name}")))
-        .await
-        .map_err(fail("list Bundles"))?
-        .items;
+    // Until the Bundle watch has listed once, "no Bundle" would only mean "not seen yet".
+    if ctx.bundles.wait_until_ready().await.is_err() {
+        return Ok(Action::requeue(std::time::Duration::from_secs(1)));
+    }
+    let owned: Vec<Bundle> = ctx
+        .bundles
+        .state_filter(|b| b.labels().get(OWNER_NAME) == Some(&name))
+        .into_iter()
+        .map(|b| Bundle::clone(&b))
+        .collect();
     let active = deployment
         .status
         .as_ref()

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::collision::{self, Collision};
 use crate::crd_safety;
+use crate::drift::DriftWatches;
 use crate::health::Health;
 use crate::health_checks::{CompiledChecks, judge};
 use crate::kinds::KindCache;
@@ -157,15 +158,21 @@ pub struct ApplyRequest {
     /// Declared health checks (`spec.healthChecks`): probes between phases, overriding the
     /// built-in rules for the kinds they select.
     pub health_checks: std::sync::Arc<CompiledChecks>,
+    /// Objects the caller read moments ago and found missing (the install namespace): not
+    /// read again.
+    pub absent: Vec<ObjectKey>,
 }
 
 /// What an apply did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApplyReport {
     /// Every object of the bundle, as applied (namespaces defaulted), in apply order.
     pub inventory: Vec<InventoryEntry>,
     /// Objects patched because they were missing or had drifted.
     pub written: Vec<ObjectKey>,
+    /// The objects of `written` as the API server returned them from the write: fresher
+    /// than any watch, for the health verdict of the same reconcile.
+    pub after_write: HashMap<ObjectKey, DynamicObject>,
     /// Objects pruned because the bundle no longer has them.
     pub pruned: Vec<ObjectKey>,
     /// Objects that left the bundle but were kept, with the reason (opt-out annotation, a
@@ -271,6 +278,10 @@ pub struct Applier {
     /// tenant's account need not be allowed to read endpoints.
     observer: Client,
     kinds: std::sync::Arc<KindCache>,
+    /// What the drift watches saw of the objects applied before (read instead of a GET
+    /// each), and where this applier's writes are recorded so their own watch events
+    /// trigger nothing. None: every read goes to the API server.
+    watches: Option<DriftWatches>,
     progress: Option<tokio::sync::watch::Sender<Option<ApplyStep>>>,
     backend_timeout: Duration,
 }
@@ -283,9 +294,17 @@ impl Applier {
             observer: client.clone(),
             client,
             kinds,
+            watches: None,
             progress: None,
             backend_timeout: BACKEND_READY_TIMEOUT,
         }
+    }
+
+    /// Reads objects this BundleDeployment applied before from `watches` when they hold
+    /// them, and records every write there (see [`crate::drift`]).
+    pub fn with_watches(mut self, watches: DriftWatches) -> Self {
+        self.watches = Some(watches);
+        self
     }
 
     /// Reads the state of applied workloads and Services through `observer` instead of the
@@ -403,7 +422,7 @@ impl Applier {
             objects: request.objects.len(),
         });
         let (ready, deferred, mut skipped) = self.resolve_objects(&request).await?;
-        let live = self.read_live(&ready).await?;
+        let live = self.read_live(&ready, &request).await?;
         let plan = preflight(&request.owner, request.collision_protection, ready, &live)?;
 
         // A refusal (forbidden to the impersonated account, invalid) stops the install before
@@ -458,7 +477,10 @@ impl Applier {
             if items.is_empty() {
                 continue;
             }
-            if let Some(wait) = self.gate(phase, &written, &request.health_checks).await? {
+            if let Some(wait) = self
+                .gate(phase, &written, &report.after_write, &request.health_checks)
+                .await?
+            {
                 report.inventory = inventory_while_waiting(&written, &request.previous_inventory);
                 sort_for_apply(&mut skipped, |k| k);
                 report.skipped = skipped;
@@ -492,7 +514,7 @@ impl Applier {
     /// adds are listed as new; they cannot be dry-run before their CRD exists.
     pub async fn review(&self, request: &ApplyRequest) -> Result<Review, ApplyError> {
         let (ready, deferred, _skipped) = self.resolve_objects(request).await?;
-        let live = self.read_live(&ready).await?;
+        let live = self.read_live(&ready, request).await?;
         let mut review = Review::default();
         for item in &ready {
             let existing = live.get(&item.key);
@@ -592,12 +614,60 @@ impl Applier {
     }
 
     /// The live copy of every object that exists.
+    ///
+    /// An object this BundleDeployment applied before (in `previous`) is taken from the
+    /// drift watch of its kind when that holds it; nothing in a namespace that does not
+    /// exist can exist, so those are not asked for; everything else is read as the
+    /// applying identity, since an object of someone else's is invisible to the watches
+    /// (they only see owned objects) and must still be found for collision protection.
     async fn read_live(
         &self,
         ready: &[Resolved],
+        request: &ApplyRequest,
     ) -> Result<HashMap<ObjectKey, DynamicObject>, ApplyError> {
         let mut live = HashMap::new();
-        for item in ready {
+        let previous: HashSet<ObjectKey> = request
+            .previous_inventory
+            .iter()
+            .map(ObjectKey::from)
+            .collect();
+        let is_namespace =
+            |item: &&Resolved| item.key.group.is_empty() && item.key.kind == "Namespace";
+        let mut missing_namespaces = HashSet::new();
+        // Namespaces first: what they say spares the reads of the objects inside them.
+        for item in ready
+            .iter()
+            .filter(is_namespace)
+            .chain(ready.iter().filter(|i| !is_namespace(i)))
+        {
+            if let Some(namespace) = &item.key.namespace
+                && missing_namespaces.contains(namespace)
+            {
+                continue;
+            }
+            if request.absent.iter().any(|key| key.same_object(&item.key)) {
+                if is_namespace(&item) {
+                    missing_namespaces.insert(item.key.name.clone());
+                }
+                continue;
+            }
+            let cached = previous
+                .iter()
+                .any(|key| key.same_object(&item.key))
+                .then(|| {
+                    self.watches.as_ref().and_then(|watches| {
+                        watches.cached(
+                            &item.resource,
+                            item.key.namespace.as_deref(),
+                            &item.key.name,
+                        )
+                    })
+                })
+                .flatten();
+            if let Some(cached) = cached {
+                live.insert(item.key.clone(), DynamicObject::clone(&cached));
+                continue;
+            }
             let api = self.api(&item.resource, item.key.namespace.as_deref());
             let existing =
                 api.get_opt(&item.key.name)
@@ -606,8 +676,14 @@ impl Applier {
                         object: item.key.clone(),
                         source,
                     })?;
-            if let Some(existing) = existing {
-                live.insert(item.key.clone(), existing);
+            match existing {
+                Some(existing) => {
+                    live.insert(item.key.clone(), existing);
+                }
+                None if is_namespace(&item) => {
+                    missing_namespaces.insert(item.key.name.clone());
+                }
+                None => {}
             }
         }
         Ok(live)
@@ -636,6 +712,16 @@ impl Applier {
             self.report(ApplyStep::WaitingForCrds { crds });
         }
         for item in plan.foundations.iter().filter(|r| is_crd(&r.key)) {
+            // A CRD this apply did not change and that was established when read needs no
+            // look: most reconciles of an installed bundle.
+            let unchanged = !report.written.contains(&item.key);
+            if unchanged
+                && live
+                    .get(&item.key)
+                    .is_some_and(|crd| has_true_condition(&crd.data, "Established"))
+            {
+                continue;
+            }
             self.wait_established(&item.key.name).await?;
         }
         Ok(())
@@ -710,16 +796,25 @@ impl Applier {
         if !needs_write(item, live) {
             return Ok(());
         }
-        self.patch(item, params).await?;
+        let written = self.patch(item, params).await?;
+        if let Some(watches) = &self.watches {
+            watches.wrote(&item.resource, &written);
+        }
         report.written.push(item.key.clone());
+        report.after_write.insert(item.key.clone(), written);
         Ok(())
     }
 
-    async fn patch(&self, item: &Resolved, params: &PatchParams) -> Result<(), ApplyError> {
+    /// Server-side applies one object (with `params`, which may be a dry run); the object
+    /// as the API server returned it.
+    async fn patch(
+        &self,
+        item: &Resolved,
+        params: &PatchParams,
+    ) -> Result<DynamicObject, ApplyError> {
         self.api(&item.resource, item.key.namespace.as_deref())
             .patch(&item.key.name, params, &Patch::Apply(&item.object))
             .await
-            .map(|_| ())
             .map_err(|source| {
                 // The kind may have stopped being served since discovery was cached.
                 if is_not_found(&source) {
@@ -743,6 +838,7 @@ impl Applier {
         &self,
         next: Phase,
         written: &[&Resolved],
+        after_write: &HashMap<ObjectKey, DynamicObject>,
         checks: &CompiledChecks,
     ) -> Result<Option<PhaseWait>, ApplyError> {
         let mut objects = Vec::new();
@@ -751,12 +847,8 @@ impl Applier {
             if !(rolls_out(&item.key) || checks.selects(&desired)) {
                 continue;
             }
-            let api: Api<DynamicObject> = match &item.key.namespace {
-                Some(ns) => Api::namespaced_with(self.observer.clone(), ns, &item.resource),
-                None => Api::all_with(self.observer.clone(), &item.resource),
-            };
-            let live = api
-                .get_opt(&item.key.name)
+            let live = self
+                .observe(&item.key, &item.resource, after_write)
                 .await
                 .map_err(|source| ApplyError::Read {
                     object: item.key.clone(),
@@ -778,6 +870,24 @@ impl Applier {
             objects: objects.len(),
         });
         Ok(Some(PhaseWait { next, objects }))
+    }
+
+    /// The live object as the provisioner sees it: as this apply's write returned it, else
+    /// as the drift watch of its kind holds it, else read from the API server.
+    async fn observe(
+        &self,
+        key: &ObjectKey,
+        resource: &ApiResource,
+        after_write: &HashMap<ObjectKey, DynamicObject>,
+    ) -> Result<Option<DynamicObject>, kube::Error> {
+        observe(
+            &self.observer,
+            self.watches.as_ref(),
+            key,
+            resource,
+            after_write,
+        )
+        .await
     }
 
     /// Waits until every Service the `admission` objects call has a ready endpoint and
@@ -844,7 +954,10 @@ impl Applier {
                             object: deployment.key.clone(),
                             source,
                         })?;
-                if !live.as_ref().is_some_and(|d| is_available(&d.data)) {
+                if !live
+                    .as_ref()
+                    .is_some_and(|d| has_true_condition(&d.data, "Available"))
+                {
                     waiting.push(format!("{} is not Available", deployment.key));
                 }
             }
@@ -1226,6 +1339,30 @@ fn preflight(
     })
 }
 
+/// The live object as `observer` sees it: as a write of this reconcile returned it, else as
+/// the drift watch of its kind holds it, else read from the API server.
+pub(crate) async fn observe(
+    observer: &Client,
+    watches: Option<&DriftWatches>,
+    key: &ObjectKey,
+    resource: &ApiResource,
+    after_write: &HashMap<ObjectKey, DynamicObject>,
+) -> Result<Option<DynamicObject>, kube::Error> {
+    if let Some(fresh) = after_write.get(key) {
+        return Ok(Some(fresh.clone()));
+    }
+    if let Some(cached) =
+        watches.and_then(|w| w.cached(resource, key.namespace.as_deref(), &key.name))
+    {
+        return Ok(Some(DynamicObject::clone(&cached)));
+    }
+    let api: Api<DynamicObject> = match &key.namespace {
+        Some(ns) => Api::namespaced_with(observer.clone(), ns, resource),
+        None => Api::all_with(observer.clone(), resource),
+    };
+    api.get_opt(&key.name).await
+}
+
 /// Sets [`rukpak_api::labels::APPLIED_HASH`] to the hash of `object` as it is without it,
 /// so that dropping a field from the desired object is seen as drift (see the constant).
 fn stamp_applied_hash(object: &mut DynamicObject) {
@@ -1312,15 +1449,15 @@ fn has_ready_endpoint<'a>(slices: impl Iterator<Item = &'a serde_json::Value>) -
 }
 
 /// Whether a Deployment reports `Available=True`. Pure.
-fn is_available(deployment: &serde_json::Value) -> bool {
-    deployment
+/// Whether an object (as JSON) has the condition `type`=True: a CRD Established, a
+/// Deployment Available. Pure.
+fn has_true_condition(object: &serde_json::Value, type_: &str) -> bool {
+    object
         .pointer("/status/conditions")
         .and_then(serde_json::Value::as_array)
         .into_iter()
         .flatten()
-        .any(|c| {
-            c.get("type") == Some(&json!("Available")) && c.get("status") == Some(&json!("True"))
-        })
+        .any(|c| c.get("type") == Some(&json!(type_)) && c.get("status") == Some(&json!("True")))
 }
 
 /// Whether objects of this kind roll out pods, and so gate the phases after them.

@@ -13,6 +13,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use rukpak_api::conditions::{TYPE_UNPACKED, reasons::UNPACK_FAILED};
@@ -29,6 +30,7 @@ use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
 
 use crate::apply::{Applier, ApplyError, ApplyReport, ApplyRequest};
+use crate::content_cache::ContentCache;
 use crate::drift::DriftWatches;
 use crate::health::{self, Health};
 use crate::health_checks::{CompiledChecks, judge};
@@ -111,6 +113,12 @@ pub struct Settings {
     pub concurrency: u16,
     /// Lifetimes of the built-in webhook certificates (see [`crate::certificates`]).
     pub certificates: crate::certificates::Policy,
+    /// Triggers of one BundleDeployment that arrive within this time of each other make one
+    /// reconcile (a Bundle's unpacking steps, the watch events of several objects).
+    pub debounce: Duration,
+    /// At most this many bytes of unpacked bundle content are kept in memory between
+    /// reconciles (see [`crate::content_cache`]).
+    pub content_cache_bytes: u64,
 }
 
 /// Everything a reconcile needs.
@@ -128,6 +136,13 @@ pub struct Context<F> {
     clients: SharedClients,
     /// The field manager of this provisioner's status writes (and its Events' reporter).
     field_manager: String,
+    /// Every ProvisionerClass, as its watch last saw it.
+    classes: Store<ProvisionerClass>,
+    /// Every Bundle owned by a BundleDeployment, as its watch last saw it.
+    bundles: Store<Bundle>,
+    /// The writers of those two stores, taken by [`run`], which starts their watches.
+    writers: std::sync::Mutex<Option<(Writer<ProvisionerClass>, Writer<Bundle>)>>,
+    contents: ContentCache,
 }
 
 /// A failed reconcile.
@@ -184,7 +199,13 @@ impl<F: BundleFormat> Context<F> {
         metrics: ReconcileMetrics,
         drift: DriftWatches,
     ) -> Self {
+        let classes = Writer::default();
+        let bundles = Writer::default();
         Self {
+            classes: classes.as_reader(),
+            bundles: bundles.as_reader(),
+            writers: std::sync::Mutex::new(Some((classes, bundles))),
+            contents: ContentCache::new(settings.content_cache_bytes),
             store: content::store::Store::new(client.clone(), &settings.system_namespace),
             recorder: kit::controller::recorder(
                 client.clone(),
@@ -221,7 +242,9 @@ impl<F: BundleFormat> Context<F> {
             .map_err(|source| Error::Client(identity, source))?;
         let (client, warnings) = recording_warnings(&shared);
         Ok((
-            Applier::new(client, self.kinds.clone()).with_observer(self.client.clone()),
+            Applier::new(client, self.kinds.clone())
+                .with_observer(self.client.clone())
+                .with_watches(self.drift.clone()),
             warnings,
         ))
     }
@@ -247,12 +270,28 @@ impl<F: BundleFormat> Context<F> {
 }
 
 /// Runs the controller until `shutdown`.
+///
+/// What a reconcile reads it reads from memory where a watch keeps it: ProvisionerClasses,
+/// the Bundles of BundleDeployments, the objects applied (see [`crate::drift`]) and
+/// unpacked content (see [`crate::content_cache`]). Its triggers are the changes that can
+/// change what it does: what an author wrote on the BundleDeployment, the unpacking of its
+/// Bundle, and changes to the applied objects that are not this process's own writes;
+/// triggers within [`Settings::debounce`] of each other make one reconcile.
 pub async fn run<F: BundleFormat>(
     ctx: Arc<Context<F>>,
-    requests: tokio::sync::mpsc::Receiver<kube::runtime::reflector::ObjectRef<BundleDeployment>>,
+    requests: tokio::sync::mpsc::Receiver<ObjectRef<BundleDeployment>>,
     readiness: &Readiness,
     shutdown: CancellationToken,
 ) {
+    let writers = ctx
+        .writers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let Some((class_writer, bundle_writer)) = writers else {
+        tracing::error!("the BundleDeployment controller of this context runs already");
+        return;
+    };
     tokio::spawn(identity::publish(
         ctx.client.clone(),
         ctx.format.provisioner_id().to_owned(),
@@ -260,14 +299,72 @@ pub async fn run<F: BundleFormat>(
         ctx.settings.identity_namespace.clone(),
         shutdown.clone(),
     ));
+    let classes = watcher(
+        Api::<ProvisionerClass>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .backoff(kit::watch::WatchBackoff::default())
+    .inspect(kit::watch::report_failures(
+        readiness,
+        "watch:provisionerclasses",
+    ))
+    .reflect(class_writer)
+    .touched_objects();
+    readiness.track_store("watch:provisionerclasses", ctx.classes.clone());
+    let (class_requests, from_classes) = tokio::sync::mpsc::channel(1024);
+    let bundles = watcher(
+        Api::<Bundle>::all(ctx.client.clone()),
+        watcher::Config::default().labels(OWNER_NAME),
+    )
+    .backoff(kit::watch::WatchBackoff::default())
+    .inspect(kit::watch::report_failures(readiness, "watch:bundles"))
+    .reflect(bundle_writer)
+    .touched_objects()
+    .predicate_filter(unpack_progress, Default::default());
+    readiness.track_store("watch:bundles", ctx.bundles.clone());
+    let (bundle_requests, from_bundles) = tokio::sync::mpsc::channel(1024);
+    tokio::spawn(kit::watch::forward(
+        bundles,
+        |bundle: &Bundle| {
+            bundle
+                .labels()
+                .get(OWNER_NAME)
+                .map(|owner| ObjectRef::new(owner))
+        },
+        bundle_requests,
+        shutdown.clone(),
+    ));
+
     let deployments: Api<BundleDeployment> = Api::all(ctx.client.clone());
-    let bundles: Api<Bundle> = Api::all(ctx.client.clone());
     let config = kit::watch::config(ctx.settings.selector.as_deref());
-    let controller =
-        kit::watch::on_spec_changes(deployments, config, readiness, "watch:bundledeployments")
-            .with_config(
-                kube::runtime::controller::Config::default().concurrency(ctx.settings.concurrency),
-            );
+    let controller = kit::watch::on_spec_changes_except_finalizers(
+        deployments,
+        config,
+        readiness,
+        "watch:bundledeployments",
+    )
+    .with_config(
+        kube::runtime::controller::Config::default()
+            .concurrency(ctx.settings.concurrency)
+            .debounce(ctx.settings.debounce),
+    );
+    // A class appearing or changing (its provisioner, its parameters) concerns the
+    // BundleDeployments that name it.
+    let of_class = controller.store();
+    tokio::spawn(kit::watch::forward(
+        classes,
+        move |class: &ProvisionerClass| {
+            let name = class.name_any();
+            of_class
+                .state()
+                .iter()
+                .filter(|d| d.spec.provisioner_class_name == name)
+                .map(|d| ObjectRef::from_obj(d.as_ref()))
+                .collect::<Vec<_>>()
+        },
+        class_requests,
+        shutdown.clone(),
+    ));
     // A CRD appearing (or becoming Established) may serve a kind an optional object waits
     // for: reconcile the BundleDeployments that skipped one of its group. Metadata only: the
     // group is in the CRD's name, and whole CRDs can be megabytes each.
@@ -279,11 +376,16 @@ pub async fn run<F: BundleFormat>(
     .default_backoff()
     .touched_objects();
     let controller = controller
-        .owns(bundles, watcher::Config::default().labels(OWNER_NAME))
         .watches_stream(crds, move |crd| {
             waiting_for_group(&store.state(), crd_group(&crd.name_any()))
         })
-        .reconcile_on(ReceiverStream::new(requests))
+        .reconcile_on(futures::stream::select(
+            ReceiverStream::new(requests),
+            futures::stream::select(
+                ReceiverStream::new(from_bundles),
+                ReceiverStream::new(from_classes),
+            ),
+        ))
         .graceful_shutdown_on(shutdown.cancelled_owned());
     controller
         .run(reconcile, error_policy, ctx)
@@ -293,6 +395,57 @@ pub async fn run<F: BundleFormat>(
             }
         })
         .await;
+}
+
+/// A predicate (for `predicate_filter`) on a Bundle that changes when what its
+/// BundleDeployment reads of it does: which Bundle it is, its spec, whether it is being
+/// deleted, its phase and content, and its `Unpacked` condition (shown while it unpacks or
+/// fails). Not `revisionOutcome`, which the provisioner writes itself. Pure.
+fn unpack_progress(bundle: &Bundle) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let meta = bundle.meta();
+    meta.uid.hash(&mut hasher);
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    if let Some(status) = &bundle.status {
+        status.phase.map(|p| p as u8).hash(&mut hasher);
+        status.content.as_ref().map(|c| &c.digest).hash(&mut hasher);
+        if let Some(unpacked) = kit::conditions::find(&status.conditions, TYPE_UNPACKED) {
+            (&unpacked.status, &unpacked.reason, &unpacked.message).hash(&mut hasher);
+        }
+    }
+    Some(hasher.finish())
+}
+
+/// The BundleDeployment with [`FINALIZER`]: as it is when it has it or is being deleted,
+/// else after adding it (a merge patch on the resourceVersion read, so that finalizers
+/// another controller changed meanwhile are never overwritten: the patch then conflicts
+/// and the reconcile is retried).
+async fn with_finalizer(
+    api: &Api<BundleDeployment>,
+    deployment: Arc<BundleDeployment>,
+) -> Result<Arc<BundleDeployment>, kube::Error> {
+    let finalizers = deployment.finalizers();
+    if deployment.meta().deletion_timestamp.is_some() || finalizers.iter().any(|f| f == FINALIZER) {
+        return Ok(deployment);
+    }
+    let mut with = finalizers.to_vec();
+    with.push(FINALIZER.to_owned());
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": deployment.resource_version(),
+            "finalizers": with,
+        }
+    });
+    let patched = api
+        .patch(
+            &deployment.name_any(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(Arc::new(patched))
 }
 
 /// The API group a CRD defines: its name is `<plural>.<group>`. Pure.
@@ -333,20 +486,21 @@ async fn reconcile<F: BundleFormat>(
     deployment: Arc<BundleDeployment>,
     ctx: Arc<Context<F>>,
 ) -> Result<Action, Error> {
+    // What is read from watches must have been listed once: before that, a missing Bundle
+    // or class would only mean "not seen yet".
+    for ready in [
+        ctx.classes.wait_until_ready().await,
+        ctx.bundles.wait_until_ready().await,
+    ] {
+        if ready.is_err() {
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+    }
     // Only BundleDeployments whose class this provisioner serves; the others are not
     // reconciles of this controller, and not counted as such.
-    let classes: Api<ProvisionerClass> = Api::all(ctx.client.clone());
-    let class = classes
-        .get_opt(&deployment.spec.provisioner_class_name)
-        .await
-        .map_err(|source| Error::Kube {
-            verb: "read",
-            object: format!(
-                "ProvisionerClass {}",
-                deployment.spec.provisioner_class_name
-            ),
-            source,
-        })?;
+    let class = ctx
+        .classes
+        .get(&ObjectRef::new(&deployment.spec.provisioner_class_name));
     let Some(class) = class.filter(|c| c.spec.provisioner == ctx.format.provisioner_id()) else {
         return Ok(Action::await_change());
     };
@@ -354,6 +508,18 @@ async fn reconcile<F: BundleFormat>(
     kit::controller::timed(&ctx.metrics, "bundledeployment", async {
         let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
         let name = deployment.name_any();
+        // The finalizer is added here and the work goes on in the same reconcile; kube's
+        // `finalizer` would add it and wait for the watch event of that write.
+        let deployment = match with_finalizer(&api, deployment).await {
+            Ok(deployment) => deployment,
+            Err(source) => {
+                return Err(Error::Kube {
+                    verb: "add the finalizer to",
+                    object: format!("BundleDeployment {name}"),
+                    source,
+                });
+            }
+        };
         let result = finalizer(&api, FINALIZER, deployment, |event| async {
             match event {
                 Finalizer::Apply(deployment) => apply(&deployment, &ctx, parameters).await,
@@ -402,6 +568,12 @@ async fn apply<F: BundleFormat>(
         )
         .await?
     };
+    // A new BundleDeployment whose Bundle rukpak-core has not created or unpacked yet gets no
+    // status for its first moments: the Bundle's watch event usually comes within them, and
+    // each status write is a request and an Event. Past that, the wait is news.
+    if let Some(wait) = quiet_start_left(deployment, &step.outcome, std::time::SystemTime::now()) {
+        return Ok(Action::requeue(wait));
+    }
     let now = kit::conditions::now();
     let generation = deployment.meta().generation;
     let mut next = next_status(&current, &step.outcome, generation, &now);
@@ -493,6 +665,30 @@ async fn apply<F: BundleFormat>(
     })
 }
 
+/// How long a new BundleDeployment waits for its Bundle before its status says so.
+const QUIET_START: Duration = Duration::from_secs(10);
+
+/// How much of [`QUIET_START`] is left for `deployment`, if it has no status yet and
+/// `outcome` only says its Bundle is missing or still unpacking (not failing). Pure.
+fn quiet_start_left(
+    deployment: &BundleDeployment,
+    outcome: &Outcome,
+    now: std::time::SystemTime,
+) -> Option<Duration> {
+    if deployment.status.is_some() {
+        return None;
+    }
+    if !matches!(
+        outcome,
+        Outcome::BundleMissing { .. } | Outcome::BundleNotUnpacked { failed: false, .. }
+    ) {
+        return None;
+    }
+    let created = std::time::SystemTime::from(deployment.meta().creation_timestamp.as_ref()?.0);
+    let age = now.duration_since(created).unwrap_or_default();
+    QUIET_START.checked_sub(age).filter(|left| !left.is_zero())
+}
+
 /// How often an apply waiting for probes looks again if no watch event came first.
 const PROBE_RECHECK: Duration = Duration::from_secs(15);
 
@@ -559,15 +755,12 @@ async fn install<F: BundleFormat>(
 ) -> Result<Step, Error> {
     let name = deployment.name_any();
     let desired = bundle_name(&name, &template_hash(&deployment.spec.template));
-    let bundles = Api::<Bundle>::all(ctx.client.clone())
-        .list(&kube::api::ListParams::default().labels(&format!("{OWNER_NAME}={name}")))
-        .await
-        .map_err(|source| Error::Kube {
-            verb: "list",
-            object: format!("the Bundles of BundleDeployment {name}"),
-            source,
-        })?
-        .items;
+    let bundles: Vec<Bundle> = ctx
+        .bundles
+        .state_filter(|b| b.labels().get(OWNER_NAME) == Some(&name))
+        .into_iter()
+        .map(|b| Bundle::clone(&b))
+        .collect();
     let Some(found) = bundles.iter().find(|b| b.name_any() == desired) else {
         return Ok(Step::only(Outcome::BundleMissing { bundle: desired }));
     };
@@ -687,11 +880,15 @@ async fn review_pending<F: BundleFormat>(
             mut objects,
             install_namespace,
         } = ctx.format.plan(&files, deployment, class_parameters)?;
-        if let Some(namespace) =
+        let mut absent = Vec::new();
+        if let Some((namespace, missing)) =
             install_namespace_to_manage(ctx, deployment, install_namespace.as_deref(), &objects)
                 .await
                 .map_err(|err| error_chain(&err))?
         {
+            if missing {
+                absent.push(ObjectKey::of(&namespace));
+            }
             objects.insert(0, namespace);
         }
         let (applier, _warnings) = ctx
@@ -705,6 +902,7 @@ async fn review_pending<F: BundleFormat>(
                 collision_protection: deployment.spec.collision_protection,
                 previous_inventory: current.inventory.clone(),
                 health_checks: checks.clone(),
+                absent,
             })
             .await
             .map_err(|err| error_chain(&err))
@@ -773,9 +971,13 @@ async fn apply_bundle<F: BundleFormat>(
             ));
         }
     };
-    if let Some(namespace) =
+    let mut absent = Vec::new();
+    if let Some((namespace, missing)) =
         install_namespace_to_manage(ctx, deployment, install_namespace.as_deref(), &objects).await?
     {
+        if missing {
+            absent.push(ObjectKey::of(&namespace));
+        }
         objects.insert(0, namespace);
     }
     let (applier, warnings) = ctx.applier_for(deployment)?;
@@ -812,6 +1014,7 @@ async fn apply_bundle<F: BundleFormat>(
         collision_protection: deployment.spec.collision_protection,
         previous_inventory: current.inventory.clone(),
         health_checks: checks.clone(),
+        absent,
     };
     let applied = if shows_progress(current, &bundle, deployment.meta().generation) {
         apply_showing_progress(
@@ -879,7 +1082,7 @@ async fn apply_bundle<F: BundleFormat>(
             progress,
         ));
     }
-    let overall = judge_health(ctx, &report.inventory, &checks).await;
+    let overall = judge_health(ctx, &report.inventory, &report.after_write, &checks).await;
     let progress = match &overall {
         Health::Healthy => Progress::Healthy,
         Health::Progressing(message) => Progress::NotHealthy {
@@ -977,6 +1180,7 @@ async fn watch_kinds<F: BundleFormat>(ctx: &Context<F>, inventory: &[InventoryEn
 async fn judge_health<F: BundleFormat>(
     ctx: &Context<F>,
     inventory: &[rukpak_api::InventoryEntry],
+    after_write: &std::collections::HashMap<ObjectKey, DynamicObject>,
     checks: &CompiledChecks,
 ) -> Health {
     let mut verdicts = Vec::new();
@@ -987,11 +1191,10 @@ async fn judge_health<F: BundleFormat>(
             continue;
         };
         ctx.drift.ensure(&resource);
-        let api: Api<DynamicObject> = match &key.namespace {
-            Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &resource),
-            None => Api::all_with(ctx.client.clone(), &resource),
-        };
-        let verdict = match api.get_opt(&key.name).await {
+        let live =
+            crate::apply::observe(&ctx.client, Some(&ctx.drift), &key, &resource, after_write)
+                .await;
+        let verdict = match live {
             Ok(Some(live)) if checks.is_empty() => health::evaluate(&live),
             Ok(Some(live)) => judge(checks, &serde_json::to_value(&live).unwrap_or_default()),
             Ok(None) => Health::Unhealthy("not found".to_owned()),
@@ -1075,7 +1278,7 @@ async fn install_namespace_to_manage<F: BundleFormat>(
     deployment: &BundleDeployment,
     install_namespace: Option<&str>,
     objects: &[DynamicObject],
-) -> Result<Option<DynamicObject>, Error> {
+) -> Result<Option<(DynamicObject, bool)>, Error> {
     let Some(name) = install_namespace else {
         return Ok(None);
     };
@@ -1087,6 +1290,16 @@ async fn install_namespace_to_manage<F: BundleFormat>(
     });
     if in_bundle {
         return Ok(None);
+    }
+    let namespace = serde_json::json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
+    // The drift watch of Namespaces holds the ones BundleDeployments manage: one this
+    // BundleDeployment manages needs no read.
+    let resource = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&());
+    if ctx.drift.cached(&resource, None, name).is_some_and(|ns| {
+        crate::object::owning_bundle_deployment(ns.metadata.labels.as_ref())
+            == Some(deployment.name_any().as_str())
+    }) {
+        return Ok(serde_json::from_value(namespace).ok().map(|ns| (ns, false)));
     }
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(ctx.client.clone());
     let existing = namespaces
@@ -1104,15 +1317,20 @@ async fn install_namespace_to_manage<F: BundleFormat>(
     if !ours {
         return Ok(None);
     }
-    let namespace = serde_json::json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
-    Ok(serde_json::from_value(namespace).ok())
+    let missing = existing.is_none();
+    Ok(serde_json::from_value(namespace)
+        .ok()
+        .map(|ns| (ns, missing)))
 }
 
 /// Reads and verifies the Bundle's content; the error is a message for the user.
 async fn load<F: BundleFormat>(
     ctx: &Context<F>,
     content_ref: &rukpak_api::ContentRef,
-) -> Result<content::FileMap, String> {
+) -> Result<Arc<content::FileMap>, String> {
+    if let Some(files) = ctx.contents.get(&content_ref.digest) {
+        return Ok(files);
+    }
     let digest: content::Digest = content_ref
         .digest
         .parse()
@@ -1122,9 +1340,10 @@ async fn load<F: BundleFormat>(
         .read(&digest)
         .await
         .map_err(|err| error_chain(&err))?;
-    content
+    let files = content
         .files(&ctx.settings.limits)
-        .map_err(|err| error_chain(&err))
+        .map_err(|err| error_chain(&err))?;
+    Ok(ctx.contents.insert(&content_ref.digest, files))
 }
 
 /// Emits an Event for each condition whose status or reason changed. Progressing is a
@@ -1135,11 +1354,22 @@ async fn announce<F: BundleFormat>(
     before: &BundleDeploymentStatus,
     after: &BundleDeploymentStatus,
 ) {
+    // A valid bundle is only news when it was not: `HasValidBundle` turning True goes
+    // without an Event (`Installed` tells the story), its turning False does not.
+    let news: Vec<_> = after
+        .conditions
+        .iter()
+        .filter(|c| {
+            !(c.type_ == rukpak_api::conditions::TYPE_HAS_VALID_BUNDLE
+                && c.status == kit::conditions::status::TRUE)
+        })
+        .cloned()
+        .collect();
     kit::controller::announce(
         &ctx.recorder,
         &deployment.object_ref(&()),
         &before.conditions,
-        &after.conditions,
+        &news,
         &[rukpak_api::conditions::TYPE_PROGRESSING],
     )
     .await;

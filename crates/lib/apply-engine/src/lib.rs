@@ -26,6 +26,7 @@
 pub mod apply;
 pub mod certificates;
 pub mod collision;
+pub mod content_cache;
 pub mod controller;
 pub mod crd_safety;
 pub mod drift;

@@ -50,6 +50,17 @@ pub struct RunArgs {
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 8)]
     pub max_concurrent_reconciles: u16,
 
+    /// Triggers of one BundleDeployment within this time of each other make one reconcile
+    /// (e.g. `250ms`; `0s` reconciles on every trigger at once).
+    #[arg(long, env = "RECONCILE_DEBOUNCE", default_value = "250ms", value_parser = kit::cli::parse_duration)]
+    pub debounce: Duration,
+
+    /// At most this many MiB of unpacked bundle content are kept in memory between
+    /// reconciles, so an unchanged bundle is not read from the content store and unpacked
+    /// again every time (0 keeps none).
+    #[arg(long, env = "CONTENT_CACHE_MIB", default_value_t = 32)]
+    pub content_cache_mib: u64,
+
     /// How often an unchanged BundleDeployment is re-checked for drift (e.g. `10m`).
     #[arg(long, env = "RESYNC_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     pub resync: Duration,
@@ -88,6 +99,8 @@ impl RunArgs {
                 .unwrap_or_else(|| self.system_namespace.clone()),
             concurrency: self.max_concurrent_reconciles,
             certificates: crate::certificates::Policy::for_validity(self.certificate_validity),
+            debounce: self.debounce,
+            content_cache_bytes: self.content_cache_mib.saturating_mul(1024 * 1024),
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(

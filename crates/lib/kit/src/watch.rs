@@ -75,10 +75,23 @@ pub fn config(selector: Option<&str>) -> watcher::Config {
 pub fn authored<K: Resource>(object: &K) -> Option<u64> {
     let meta = object.meta();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    meta.finalizers.hash(&mut hasher);
+    authored_hash(object, hasher)
+}
+
+/// [`authored`] without finalizers: for a controller that adds its own finalizer and goes
+/// on in the same reconcile (so the finalizer's watch event is not a reason to reconcile
+/// again). Finalizers others add or remove do not concern it: deletion is seen through
+/// the deletion timestamp.
+pub fn authored_except_finalizers<K: Resource>(object: &K) -> Option<u64> {
+    authored_hash(object, std::collections::hash_map::DefaultHasher::new())
+}
+
+fn authored_hash<K: Resource>(object: &K, mut hasher: impl Hasher) -> Option<u64> {
+    let meta = object.meta();
     meta.generation.hash(&mut hasher);
     meta.labels.hash(&mut hasher);
     meta.annotations.hash(&mut hasher);
-    meta.finalizers.hash(&mut hasher);
     meta.deletion_timestamp.is_some().hash(&mut hasher);
     Some(hasher.finish())
 }
@@ -106,7 +119,29 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
-    controller(api, config, readiness, name, true)
+    controller(api, config, readiness, name, Some(authored::<K>))
+}
+
+/// [`on_spec_changes`] for a controller that adds its finalizer itself and goes on in the
+/// same reconcile (instead of kube-runtime's `finalizer`, which waits for the finalizer's
+/// watch event): finalizer changes do not trigger it (see [`authored_except_finalizers`]).
+pub fn on_spec_changes_except_finalizers<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    readiness: &Readiness,
+    name: &str,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
+    controller(
+        api,
+        config,
+        readiness,
+        name,
+        Some(authored_except_finalizers::<K>),
+    )
 }
 
 /// A controller for `K` that runs on every change of it, status included (for kinds
@@ -123,7 +158,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
-    controller(api, config, readiness, name, false)
+    controller(api, config, readiness, name, None)
 }
 
 fn controller<K>(
@@ -131,7 +166,7 @@ fn controller<K>(
     config: watcher::Config,
     readiness: &Readiness,
     name: &str,
-    authored_only: bool,
+    predicate: Option<fn(&K) -> Option<u64>>,
 ) -> Controller<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -144,15 +179,53 @@ where
         .reflect(writer)
         .applied_objects();
     readiness.track_store(name, reader.clone());
-    let controller = if authored_only {
+    let controller = if let Some(predicate) = predicate {
         Controller::for_stream(
-            changes.predicate_filter(authored, Default::default()),
+            changes.predicate_filter(predicate, Default::default()),
             reader,
         )
     } else {
         Controller::for_stream(changes, reader)
     };
     controller.trigger_backoff(WatchBackoff::default())
+}
+
+/// Polls a watch stream in a task of its own (so the stores it feeds fill whatever the
+/// controller is doing) and sends the objects each item names as reconcile requests to
+/// `requests`, until the stream ends, the receiver goes or `shutdown`.
+///
+/// A stream given to a kube-runtime controller (`owns_stream`, `watches_stream`) is only
+/// polled while the controller has room for another reconcile: a reconcile that waits for
+/// that stream's store to be ready would then wait forever once every slot does.
+pub async fn forward<S, K, T, I>(
+    stream: S,
+    names: impl Fn(&K) -> I,
+    requests: tokio::sync::mpsc::Sender<ObjectRef<T>>,
+    shutdown: tokio_util::sync::CancellationToken,
+) where
+    S: futures::Stream<Item = Result<K, watcher::Error>> + Send,
+    T: Resource,
+    I: IntoIterator<Item = ObjectRef<T>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        let next = tokio::select! {
+            () = shutdown.cancelled() => return,
+            next = stream.next() => next,
+        };
+        match next {
+            Some(Ok(object)) => {
+                for request in names(&object) {
+                    if requests.send(request).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            // Reported through `report_failures` on the stream; the watcher retries.
+            Some(Err(_)) => {}
+            None => return,
+        }
+    }
 }
 
 /// For `.inspect(...)` on a watch stream: tells `readiness` each time the watch `name`

@@ -39,6 +39,8 @@ pub fn start_provisioner(
             identity_namespace: testkit::ADMISSION_NAMESPACE.to_owned(),
             concurrency: 4,
             certificates: apply_engine::certificates::Policy::default(),
+            debounce: Duration::from_millis(100),
+            content_cache_bytes: 8 * 1024 * 1024,
         };
         let ctx = Arc::new(Context::new(
             client,
