@@ -50,6 +50,12 @@ enum Command {
         /// Directory caching unpacked images by digest, so a digest is never pulled twice.
         #[arg(long, env = "IMAGE_CACHE_DIR")]
         image_cache_dir: Option<PathBuf>,
+        /// Directory for temporary files while unpacking (image layers, file data past the
+        /// in-memory budget, the normalised archive before it is stored); default: the
+        /// system's temporary directory. Give it room for about twice the compressed size
+        /// of the largest bundle.
+        #[arg(long, env = "WORK_DIR")]
+        work_dir: Option<PathBuf>,
         /// A registry (`host[:port]`) to reach over plain HTTP when it does not speak TLS
         /// (loopback registries always are); repeat or comma-separate for several.
         #[arg(
@@ -104,6 +110,7 @@ async fn main() -> ExitCode {
             ref admin,
             ref leader,
             ref image_cache_dir,
+            ref work_dir,
             ref plain_http_registries,
             ref denied_networks,
             content_sweep_interval,
@@ -115,6 +122,7 @@ async fn main() -> ExitCode {
                 content_sweep_interval,
                 content::source::UnpackOptions {
                     image_cache_dir: image_cache_dir.clone(),
+                    work_dir: work_dir.clone(),
                     plain_http_registries: plain_http_registries.clone(),
                     denied_networks: denied_networks.clone(),
                     ..content::source::UnpackOptions::default()

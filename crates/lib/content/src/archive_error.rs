@@ -6,8 +6,8 @@ use std::io;
 use crate::limits::{LimitError, limit_error_in};
 use crate::paths::PathProblem;
 
-/// Content that cannot be accepted. Every variant is a property of the content itself,
-/// so retrying cannot help.
+/// Content that cannot be accepted. Every variant but [`ArchiveError::Write`] is a
+/// property of the content itself, so retrying cannot help.
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
     /// The archive cannot be read (not a tar, corrupt gzip, truncated).
@@ -74,8 +74,9 @@ pub enum ArchiveError {
     /// A limit was crossed.
     #[error(transparent)]
     Limit(#[from] LimitError),
-    /// Writing the normalised archive failed (only possible when out of memory).
-    #[error("failed to write normalised archive")]
+    /// Spilling file data or writing the normalised archive to local temporary storage
+    /// failed (e.g. the work directory's disk is full); retrying may help.
+    #[error("failed to write normalised archive to local temporary storage")]
     Write {
         /// The underlying error.
         #[source]

@@ -4,18 +4,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use bytes::Bytes;
+use sha2::{Digest as _, Sha256};
 
+use crate::archive_error::ArchiveError;
 use crate::digest::Digest;
 use crate::paths;
+use crate::spill::FileData;
+use crate::spool::Body;
 use crate::tree::{Node, Resolved, Tree};
 
 /// A normalised tar.gz and its sha256 digest.
 ///
+/// Small content is held in memory; large content (more than a few MiB) lives in an
+/// unnamed temporary file that every clone shares and that disappears with the last one
+/// (see [`Content::is_in_memory`]). Either way the bytes are read with
+/// [`Content::reader`], [`Content::read_at`] or, all at once, [`Content::to_bytes`].
+///
 /// [`Content::normalize`] and [`Content::files`] are defined in [`crate::extract`], next to
 /// the [`Extractor`](crate::extract::Extractor) they run.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Content {
-    data: Bytes,
+    body: Body,
     digest: Digest,
 }
 
@@ -34,6 +43,16 @@ impl Content {
     /// still have the digest they were stored under.
     pub fn verified(data: Bytes, expected: &Digest) -> Result<Self, DigestMismatch> {
         let actual = Digest::of(&data);
+        Self::checked(Body::Memory(data), actual, expected)
+    }
+
+    /// Content whose bytes were hashed (to `actual`) while they were written to `body`,
+    /// if that is the digest expected.
+    pub(crate) fn checked(
+        body: Body,
+        actual: Digest,
+        expected: &Digest,
+    ) -> Result<Self, DigestMismatch> {
         if &actual != expected {
             return Err(DigestMismatch {
                 expected: expected.clone(),
@@ -41,37 +60,100 @@ impl Content {
             });
         }
         Ok(Self {
-            data,
+            body,
             digest: actual,
         })
     }
 
-    pub(crate) fn from_normalised(data: Bytes) -> Self {
-        let digest = Digest::of(&data);
-        Self { data, digest }
+    /// Wraps a file of normalised content after checking, while reading it through
+    /// once, that it has the digest it was stored under. The file is read with
+    /// positioned reads from then on, never written: keep it unchanged (e.g. a file that
+    /// is only ever replaced by renaming).
+    pub fn verified_file(
+        file: std::fs::File,
+        expected: &Digest,
+    ) -> std::io::Result<Result<Self, DigestMismatch>> {
+        let len = file.metadata()?.len();
+        let body = Body::File {
+            file: std::sync::Arc::new(file),
+            len,
+        };
+        let mut hasher = Sha256::new();
+        std::io::copy(&mut body.reader(), &mut HashWriter(&mut hasher))?;
+        let actual = Digest::from_bytes(hasher.finalize().into());
+        Ok(Self::checked(body, actual, expected))
     }
 
-    /// The tar.gz bytes.
-    pub fn data(&self) -> &Bytes {
-        &self.data
+    pub(crate) fn from_body(body: Body, digest: Digest) -> Self {
+        Self { body, digest }
     }
 
-    /// The sha256 digest of [`Content::data`].
+    /// All the tar.gz bytes in one buffer (read from the file for large content: prefer
+    /// [`Content::reader`] there).
+    pub fn to_bytes(&self) -> std::io::Result<Bytes> {
+        self.body.to_bytes()
+    }
+
+    /// A reader of the tar.gz bytes from the start.
+    pub fn reader(&self) -> impl std::io::Read + Send + 'static {
+        self.body.reader()
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.body.read_at(offset, buf)
+    }
+
+    /// `len` bytes at `offset` (fewer at the end), e.g. one chunk for the store.
+    pub fn slice(&self, offset: u64, len: usize) -> std::io::Result<Bytes> {
+        self.body.slice(offset, len)
+    }
+
+    /// Whether the bytes are in memory rather than in a temporary file.
+    pub fn is_in_memory(&self) -> bool {
+        matches!(self.body, Body::Memory(_))
+    }
+
+    /// The sha256 digest of the tar.gz bytes.
     pub fn digest(&self) -> &Digest {
         &self.digest
     }
 
     /// Size of the tar.gz in bytes.
     pub fn size(&self) -> u64 {
-        self.data.len() as u64
+        self.body.len()
     }
 }
+
+/// Feeds what is written to a hasher.
+pub(crate) struct HashWriter<'a>(pub(crate) &'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Content is equal when its digest is: the digest is the sha256 of the bytes.
+impl PartialEq for Content {
+    fn eq(&self, other: &Self) -> bool {
+        self.digest == other.digest && self.size() == other.size()
+    }
+}
+
+impl Eq for Content {}
 
 impl fmt::Debug for Content {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Content")
             .field("digest", &self.digest)
-            .field("size", &self.data.len())
+            .field("size", &self.size())
+            .field("in_memory", &self.is_in_memory())
             .finish()
     }
 }
@@ -88,16 +170,26 @@ pub struct FileMap {
 }
 
 impl FileMap {
-    /// The files of an assembled tree, with symlinks resolved to copies.
-    pub(crate) fn from_tree(tree: &Tree) -> Self {
+    /// The files of a tree assembled in memory, with symlinks resolved to copies.
+    pub(crate) fn from_tree(tree: &Tree) -> Result<Self, ArchiveError> {
         let mut map = FileMap::default();
         for (path, node) in tree.nodes() {
             match node {
                 Node::Dir => {
                     map.dirs.insert(path.clone());
                 }
-                Node::File { data, .. } => {
+                Node::File {
+                    data: FileData::Memory(data),
+                    ..
+                } => {
                     map.files.insert(path.clone(), data.clone());
+                }
+                Node::File { .. } => {
+                    return Err(ArchiveError::Write {
+                        source: std::io::Error::other(format!(
+                            "file {path:?} was spilled while reading content into memory"
+                        )),
+                    });
                 }
                 Node::Symlink { .. } => {}
             }
@@ -111,7 +203,10 @@ impl FileMap {
                 continue;
             };
             match tree.get(&resolved) {
-                Some(Node::File { data, .. }) => {
+                Some(Node::File {
+                    data: FileData::Memory(data),
+                    ..
+                }) => {
                     map.files.insert(path.clone(), data.clone());
                 }
                 Some(Node::Dir) => {
@@ -130,7 +225,7 @@ impl FileMap {
                 _ => {}
             }
         }
-        map
+        Ok(map)
     }
 
     /// The file at `path`, if any.
@@ -200,7 +295,7 @@ mod tests {
                 .starts_with("failed to verify content: digest is sha256:")
         );
         assert_eq!(
-            Content::verified(content.data().clone(), content.digest()).unwrap(),
+            Content::verified(content.to_bytes().unwrap(), content.digest()).unwrap(),
             content
         );
     }

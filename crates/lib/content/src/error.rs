@@ -45,7 +45,8 @@ impl Error {
     /// Whether retrying cannot help until the input (spec, source, content) changes.
     pub fn is_terminal(&self) -> bool {
         match self {
-            Error::Archive(_) => true,
+            // Local storage failing is not the content's fault.
+            Error::Archive(err) => !matches!(err, ArchiveError::Write { .. }),
             Error::Image(err) => err.is_terminal(),
             Error::Git(err) => err.is_terminal(),
             Error::Http(err) => err.is_terminal(),

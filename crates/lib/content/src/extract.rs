@@ -1,6 +1,9 @@
-//! Safe extraction: incoming archives (and files from other sources) are read into an
-//! in-memory tree, never onto disk, refusing anything that could escape the content
-//! root or exhaust the process.
+//! Safe extraction: incoming archives (and files from other sources) are read into a
+//! tree of paths, never onto the file system as files, refusing anything that could
+//! escape the content root or exhaust the process. File data stays in memory up to a
+//! budget and is otherwise spilled to unnamed temporary files, large files already
+//! deflated for the normalised archive (see [`crate::spill`]), so memory stays bounded
+//! whatever the size of the content.
 //!
 //! Refused: absolute paths and `..`, symlinks whose target leaves the root (also via
 //! other symlinks), hard links to anything but an earlier regular file, device files,
@@ -8,6 +11,7 @@
 
 use std::cell::Cell;
 use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -19,6 +23,8 @@ use crate::content::{Content, FileMap};
 use crate::limits::{CountingReader, LimitError, LimitedReader, Limits, Usage};
 use crate::normalize;
 use crate::paths;
+use crate::spill::{DEFAULT_MEMORY_BUDGET, FileData, Spill, TakeError};
+use crate::spool::SpoolDir;
 use crate::tree::{Node, Tree};
 
 /// Name of the marker that makes a directory opaque in an image layer.
@@ -36,10 +42,15 @@ pub struct Extractor {
     directory: String,
     /// Interpret image-layer whiteouts.
     layered: bool,
+    /// Where file data and the normalised archive go when they do not stay in memory.
+    spool_dir: SpoolDir,
+    memory_budget: u64,
+    spill: Spill,
 }
 
 impl Extractor {
-    /// An empty extractor enforcing `limits`.
+    /// An empty extractor enforcing `limits`, spilling to the system's temporary
+    /// directory.
     pub fn new(limits: Limits) -> Self {
         Self {
             limits,
@@ -47,7 +58,35 @@ impl Extractor {
             tree: Tree::default(),
             directory: String::new(),
             layered: false,
+            spool_dir: SpoolDir::default(),
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            spill: Spill::new(SpoolDir::default(), DEFAULT_MEMORY_BUDGET),
         }
+    }
+
+    /// Spills file data and the normalised archive into `dir` (created if missing;
+    /// `None`: the system's temporary directory). The files have no name: nothing is
+    /// left there, whatever happens.
+    pub fn with_work_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.spool_dir = SpoolDir::new(dir);
+        self.spill
+            .configure(self.spool_dir.clone(), self.memory_budget);
+        self
+    }
+
+    /// Keeps at most `bytes` of small files in memory (default 8 MiB); the rest are
+    /// spilled. Large files are always spilled, already deflated.
+    pub fn with_memory_budget(mut self, bytes: u64) -> Self {
+        self.memory_budget = bytes;
+        self.spill
+            .configure(self.spool_dir.clone(), self.memory_budget);
+        self
+    }
+
+    /// Keeps all file data in memory, uncompressed, for reading content back as files.
+    fn in_memory(mut self) -> Self {
+        self.spill = Spill::in_memory();
+        self
     }
 
     /// Treats archives as image layers, applied in the order they are added:
@@ -140,18 +179,15 @@ impl Extractor {
                         }
                         .into());
                     }
-                    // The header's size is not trusted for the allocation: a lying header
-                    // would otherwise reserve memory the data never fills.
-                    let capacity = usize::try_from(size.min(8 * 1024 * 1024)).unwrap_or(0);
-                    let mut data = Vec::with_capacity(capacity);
-                    entry
-                        .read_to_end(&mut data)
-                        .map_err(ArchiveError::from_read)?;
+                    let data = self.spill.take(&mut entry, size).map_err(|err| match err {
+                        TakeError::Read(source) => ArchiveError::from_read(source),
+                        TakeError::Write(source) => ArchiveError::Write { source },
+                    })?;
                     let mode = entry.header().mode().unwrap_or(0o644);
                     self.tree.insert(
                         &relative,
                         Node::File {
-                            data: Bytes::from(data),
+                            data,
                             executable: mode & 0o111 != 0,
                         },
                     )?;
@@ -228,7 +264,13 @@ impl Extractor {
         let data = data.into();
         let path = self.accept(path)?;
         self.usage.add_bytes(&self.limits, data.len() as u64)?;
-        self.tree.insert(&path, Node::File { data, executable })
+        self.tree.insert(
+            &path,
+            Node::File {
+                data: FileData::Memory(data),
+                executable,
+            },
+        )
     }
 
     /// Adds a directory at a path relative to the content root.
@@ -255,13 +297,19 @@ impl Extractor {
         Ok(clean)
     }
 
-    /// Checks the links of the assembled tree and writes the normalised archive.
+    /// Checks the links of the assembled tree and writes the normalised archive (in
+    /// memory while it is small, else to an unnamed file in the work directory).
     pub fn finish(self) -> Result<Content, ArchiveError> {
-        normalize::write(self.into_tree()?)
+        self.tree.validate()?;
+        let spilled = self
+            .spill
+            .finish()
+            .map_err(|source| ArchiveError::Write { source })?;
+        normalize::write(self.tree, &spilled, self.spool_dir)
     }
 
     /// The assembled tree after its links have been checked.
-    pub(crate) fn into_tree(self) -> Result<Tree, ArchiveError> {
+    fn into_tree(self) -> Result<Tree, ArchiveError> {
         self.tree.validate()?;
         Ok(self.tree)
     }
@@ -282,9 +330,9 @@ impl Content {
     /// Reads the content back as files. The archive is checked again with the same
     /// rules as on the way in, so content from anywhere can be read safely.
     pub fn files(&self, limits: &Limits) -> Result<FileMap, ArchiveError> {
-        let mut extractor = Extractor::new(*limits);
-        extractor.add_archive(self.data().as_ref())?;
-        Ok(FileMap::from_tree(&extractor.into_tree()?))
+        let mut extractor = Extractor::new(*limits).in_memory();
+        extractor.add_archive(self.reader())?;
+        FileMap::from_tree(&extractor.into_tree()?)
     }
 }
 
@@ -620,5 +668,216 @@ mod tests {
         extractor.add_archive(&upper[..]).unwrap();
         let content = extractor.finish().unwrap();
         assert!(files(&content).is_empty());
+    }
+
+    fn random(len: usize, seed: u8) -> Vec<u8> {
+        // A cheap generator: enough to defeat deflate, no dependency on rand here.
+        let mut state = u64::from(seed) | 1 << 40;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect()
+    }
+
+    fn assert_empty(dir: &std::path::Path) {
+        let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "files left in the work directory: {left:?}"
+        );
+    }
+
+    #[test]
+    fn spilled_and_in_memory_files_normalise_to_the_same_bytes() {
+        let big = random(300 * 1024, 1);
+        let text = b"kind: ConfigMap\n".repeat(10_000);
+        let tar = TarBuilder::new()
+            .file("a/small.yaml", b"a: 1")
+            .file("a/big.bin", &big)
+            .file("b/text.yaml", &text)
+            .hard_link("c/link.bin", "a/big.bin")
+            .build();
+        let work = tempfile::tempdir().unwrap();
+        // Everything spilled: small files past a zero budget, large ones deflated on the
+        // worker thread while the archive is read.
+        let mut spilled = Extractor::new(Limits::default())
+            .with_work_dir(Some(work.path().to_owned()))
+            .with_memory_budget(0);
+        spilled.add_archive(&gzip(&tar)[..]).unwrap();
+        let spilled = spilled.finish().unwrap();
+        // Everything in memory, large files deflated while the archive is written.
+        let mut in_memory = Extractor::new(Limits::default());
+        in_memory
+            .add_file("a/small.yaml", &b"a: 1"[..], false)
+            .unwrap();
+        in_memory.add_file("a/big.bin", big.clone(), false).unwrap();
+        in_memory
+            .add_file("b/text.yaml", text.clone(), false)
+            .unwrap();
+        in_memory
+            .add_file("c/link.bin", big.clone(), false)
+            .unwrap();
+        let in_memory = in_memory.finish().unwrap();
+        assert_eq!(spilled.digest(), in_memory.digest());
+        assert_eq!(spilled.to_bytes().unwrap(), in_memory.to_bytes().unwrap());
+
+        let files = spilled.files(&Limits::default()).unwrap();
+        assert_eq!(
+            files.get("a/big.bin").map(|b| b.to_vec()),
+            Some(big.clone())
+        );
+        assert_eq!(files.get("c/link.bin").map(|b| b.to_vec()), Some(big));
+        assert_eq!(files.get("b/text.yaml").map(|b| b.to_vec()), Some(text));
+        // Two copies of the random file, plus the text, which compresses.
+        assert!(
+            spilled.size() < 2 * 300 * 1024 + 20 * 1024,
+            "text compresses: {} bytes",
+            spilled.size()
+        );
+        assert_empty(work.path());
+    }
+
+    #[test]
+    fn the_normalised_archive_is_one_plain_gzip_member_of_a_plain_tar() {
+        let big = random(200 * 1024, 2);
+        let tar = TarBuilder::new()
+            .file("x/1.yaml", b"one")
+            .file("x/big", &big)
+            .file("x/2.yaml", b"two")
+            .build();
+        let content = extract(&tar).unwrap();
+        let bytes = content.to_bytes().unwrap();
+        assert_eq!(&bytes[..4], &[0x1f, 0x8b, 8, 0]);
+        // A single-member decoder reads to the end: the trailer's CRC and size are
+        // checked, and nothing follows the member.
+        let mut decoded = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut decoded)
+            .unwrap();
+        let mut archive = tar::Archive::new(&decoded[..]);
+        let mut entries = Vec::new();
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data).unwrap();
+            entries.push((entry.path().unwrap().display().to_string(), data));
+        }
+        assert_eq!(
+            entries,
+            [
+                ("x/".to_owned(), vec![]),
+                ("x/1.yaml".to_owned(), b"one".to_vec()),
+                ("x/2.yaml".to_owned(), b"two".to_vec()),
+                ("x/big".to_owned(), big),
+            ]
+        );
+    }
+
+    #[test]
+    fn small_files_past_the_memory_budget_are_spilled() {
+        let mut builder = TarBuilder::new();
+        for i in 0..50u8 {
+            builder = builder.file(&format!("f{i:02}"), &random(4096, i));
+        }
+        let work = tempfile::tempdir().unwrap();
+        let mut extractor = Extractor::new(Limits::default())
+            .with_work_dir(Some(work.path().to_owned()))
+            .with_memory_budget(64 * 1024);
+        extractor.add_archive(&builder.build()[..]).unwrap();
+        let in_memory: u64 = extractor
+            .tree
+            .nodes()
+            .values()
+            .filter_map(|node| match node {
+                Node::File {
+                    data: FileData::Memory(data),
+                    ..
+                } => Some(data.len() as u64),
+                _ => None,
+            })
+            .sum();
+        assert!(in_memory <= 64 * 1024, "{in_memory} bytes in memory");
+        let spilled = extractor
+            .tree
+            .nodes()
+            .values()
+            .filter(|node| {
+                matches!(
+                    node,
+                    Node::File {
+                        data: FileData::Raw { .. },
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(spilled, 50 - 16, "16 files of 4 KiB fit in 64 KiB");
+        let content = extractor.finish().unwrap();
+        let files = content.files(&Limits::default()).unwrap();
+        assert_eq!(files.get("f49").map(|b| b.to_vec()), Some(random(4096, 49)));
+        assert_empty(work.path());
+    }
+
+    #[test]
+    fn large_content_is_written_to_an_unnamed_file_that_leaves_nothing_behind() {
+        let work = tempfile::tempdir().unwrap();
+        let tar = TarBuilder::new()
+            .file("a", &random(3 * 1024 * 1024, 3))
+            .file("b", &random(3 * 1024 * 1024, 4))
+            .build();
+        let mut extractor =
+            Extractor::new(Limits::default()).with_work_dir(Some(work.path().to_owned()));
+        extractor.add_archive(&tar[..]).unwrap();
+        let content = extractor.finish().unwrap();
+        assert!(!content.is_in_memory());
+        assert!(content.size() > 6 * 1024 * 1024);
+        assert_empty(work.path());
+        let copy = content.clone();
+        drop(content);
+        assert_eq!(
+            crate::Digest::of(&copy.to_bytes().unwrap()),
+            *copy.digest(),
+            "clones share the file"
+        );
+    }
+
+    #[test]
+    fn failing_midway_leaves_nothing_behind_and_stops_the_compression_thread() {
+        let work = tempfile::tempdir().unwrap();
+        let tar = TarBuilder::new()
+            .file("a", &random(512 * 1024, 5))
+            .file("b", &random(512 * 1024, 6))
+            .build();
+        let limits = Limits {
+            max_uncompressed_bytes: 800 * 1024,
+            ..Limits::default()
+        };
+        let mut extractor = Extractor::new(limits)
+            .with_work_dir(Some(work.path().to_owned()))
+            .with_memory_budget(0);
+        let err = extractor.add_archive(&tar[..]).unwrap_err();
+        assert!(
+            matches!(err, ArchiveError::Limit(LimitError::Size { .. })),
+            "{err}"
+        );
+        drop(extractor);
+        assert_empty(work.path());
+
+        // A broken archive after a large file: the error is the archive's.
+        let mut truncated = TarBuilder::new()
+            .file("a", &random(512 * 1024, 7))
+            .file("b", &random(512 * 1024, 8))
+            .build();
+        truncated.truncate(700 * 1024);
+        let mut extractor =
+            Extractor::new(Limits::default()).with_work_dir(Some(work.path().to_owned()));
+        let err = extractor.add_archive(&truncated[..]).unwrap_err();
+        assert!(matches!(err, ArchiveError::Read { .. }), "{err}");
+        drop(extractor);
+        assert_empty(work.path());
     }
 }

@@ -2,8 +2,9 @@
 //! uploaded), made safe and normalised into a reproducible tar.gz, and kept in the
 //! content store on the API server.
 //!
-//! - [`extract`]: safe extraction of any incoming archive into memory (no traversal, no
-//!   links out of the root, no devices, [`Limits`] against archive bombs);
+//! - [`extract`]: safe extraction of any incoming archive (no traversal, no links out of
+//!   the root, no devices, [`Limits`] against archive bombs) in bounded memory: file data
+//!   past a budget is spilled to unnamed temporary files, large files already deflated;
 //! - [`archive_error`]: [`ArchiveError`], why content is refused, whichever step (reading,
 //!   assembling the file tree, normalising) refuses it;
 //! - [`normalize`]: the normalised tar.gz whose sha256 [`Digest`] identifies the content;
@@ -28,6 +29,8 @@ pub mod limits;
 pub mod normalize;
 pub mod paths;
 pub mod source;
+mod spill;
+mod spool;
 pub mod store;
 mod tree;
 mod unpack;

@@ -26,7 +26,9 @@
 
 use std::collections::BTreeMap;
 
-use bytes::{Bytes, BytesMut};
+use std::io::Write as _;
+
+use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -34,9 +36,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
+use sha2::{Digest as _, Sha256};
 
 use crate::content::Content;
 use crate::digest::Digest;
+use crate::spool::{DEFAULT_SPOOL_THRESHOLD, Spool, SpoolDir};
 
 /// Label with the first 32 hex digits of the content digest.
 pub const LABEL_DIGEST: &str = "content.olmv1.io/digest";
@@ -141,6 +145,15 @@ pub enum StoreError {
         /// The other content's digest annotation.
         other: String,
     },
+    /// The content could not be read from, or spooled to, local temporary storage.
+    #[error("failed to spool content {digest} through local temporary storage")]
+    Local {
+        /// The digest.
+        digest: Digest,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The kind of user is empty.
     #[error("failed to write content {digest}: the kind of object using it is not named")]
     InvalidUser {
@@ -161,7 +174,8 @@ impl StoreError {
             StoreError::Collision { .. } | StoreError::InvalidUser { .. } => true,
             StoreError::NotFound { .. }
             | StoreError::MissingChunk { .. }
-            | StoreError::Corrupt { .. } => false,
+            | StoreError::Corrupt { .. }
+            | StoreError::Local { .. } => false,
         }
     }
 
@@ -174,6 +188,7 @@ impl StoreError {
             StoreError::Corrupt { .. } => "store_corrupt",
             StoreError::Collision { .. } => "store_collision",
             StoreError::InvalidUser { .. } => "store_invalid_user",
+            StoreError::Local { .. } => "store_local_storage_failed",
         }
     }
 }
@@ -224,26 +239,37 @@ impl Store {
                 digest: digest.clone(),
             });
         }
-        let label = Self::used_by_label(user);
-        let chunks: Vec<Bytes> = chunk(content.data(), self.chunk_size);
-        let count = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
-        // Chunks 1.. first, concurrently; chunk 0 last marks the content complete.
-        // Owned items (Bytes clones are cheap): a closure over borrowed items makes this
-        // future not Send for every lifetime, so it could not run in a spawned task.
-        futures::stream::iter(chunks.clone().into_iter().enumerate().skip(1))
-            .map(|(index, data)| self.write_chunk(content, index as u32, count, data, &label))
+        let label = &Self::used_by_label(user);
+        let count = chunk_count(content.size(), self.chunk_size);
+        // Chunks 1.. first, concurrently; chunk 0 last marks the content complete. Each
+        // chunk is read from the content (a file for large content) only when its write
+        // starts, so at most PARALLEL_CHUNKS chunks are in memory.
+        futures::stream::iter(1..count)
+            .map(|index| async move {
+                let data = self.read_local(content, index)?;
+                self.write_chunk(content, index, count, data, label).await
+            })
             .buffer_unordered(PARALLEL_CHUNKS)
             .try_collect::<Vec<()>>()
             .await?;
-        if let Some(first) = chunks.first() {
-            self.write_chunk(content, 0, count, first.clone(), &label)
-                .await?;
-        }
+        let first = self.read_local(content, 0)?;
+        self.write_chunk(content, 0, count, first, label).await?;
         Ok(StoredContent {
             digest: digest.clone(),
             size: content.size(),
             chunks: count,
         })
+    }
+
+    /// Chunk `index` of the content to write.
+    fn read_local(&self, content: &Content, index: u32) -> Result<Bytes, StoreError> {
+        let offset = u64::from(index) * self.chunk_size as u64;
+        content
+            .slice(offset, self.chunk_size)
+            .map_err(|source| StoreError::Local {
+                digest: content.digest().clone(),
+                source,
+            })
     }
 
     async fn write_chunk(
@@ -674,19 +700,29 @@ impl Store {
                 digest: digest.clone(),
                 namespace: self.namespace.clone(),
             })?;
-        let (count, size) = self.check_first(digest, &name, &first)?;
+        let (count, _size) = self.check_first(digest, &name, &first)?;
         let first = self.verified_chunk(digest, &name, &first)?;
-        let rest: Vec<Bytes> = futures::stream::iter(1..count)
+        // The chunks are hashed and spooled in order as they arrive (memory while small,
+        // an unnamed temporary file past a few MiB), never all held at once.
+        let local = |source| StoreError::Local {
+            digest: digest.clone(),
+            source,
+        };
+        let mut spool = Spool::new(SpoolDir::default(), DEFAULT_SPOOL_THRESHOLD);
+        let mut hasher = Sha256::new();
+        spool.write_all(&first).map_err(local)?;
+        hasher.update(&first);
+        let mut rest = futures::stream::iter(1..count)
             .map(|index| self.read_chunk(digest, index, count))
-            .buffered(PARALLEL_CHUNKS)
-            .try_collect()
-            .await?;
-        let mut data = BytesMut::with_capacity(usize::try_from(size).unwrap_or(0));
-        data.extend_from_slice(&first);
-        for chunk in rest {
-            data.extend_from_slice(&chunk);
+            .buffered(PARALLEL_CHUNKS);
+        while let Some(chunk) = rest.next().await {
+            let chunk = chunk?;
+            spool.write_all(&chunk).map_err(local)?;
+            hasher.update(&chunk);
         }
-        Content::verified(data.freeze(), digest).map_err(|err| StoreError::Corrupt {
+        let body = spool.finish().map_err(local)?;
+        let actual = Digest::from_bytes(hasher.finalize().into());
+        Content::checked(body, actual, digest).map_err(|err| StoreError::Corrupt {
             digest: digest.clone(),
             object: self.object(&format!("content-{}-*", digest.short(16))),
             reason: format!("the chunks add up to {}", err.actual),
@@ -808,14 +844,10 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn chunk(data: &Bytes, size: usize) -> Vec<Bytes> {
-    if data.is_empty() {
-        return vec![Bytes::new()];
-    }
-    (0..data.len())
-        .step_by(size)
-        .map(|start| data.slice(start..(start + size).min(data.len())))
-        .collect()
+/// Chunks of `size` bytes needed for `len` bytes (empty content is one empty chunk).
+fn chunk_count(len: u64, size: usize) -> u32 {
+    let chunks = len.div_ceil(size.max(1) as u64).max(1);
+    u32::try_from(chunks).unwrap_or(u32::MAX)
 }
 
 fn annotation(config_map: &ConfigMap, key: &str) -> Option<String> {
@@ -1004,11 +1036,9 @@ mod tests {
 
     #[test]
     fn content_is_cut_into_chunks_of_at_most_the_chunk_size() {
-        let data = Bytes::from(vec![1u8; 10]);
-        let chunks = chunk(&data, 4);
-        assert_eq!(chunks.iter().map(Bytes::len).collect::<Vec<_>>(), [4, 4, 2]);
-        assert_eq!(chunk(&Bytes::from(vec![1u8; 8]), 4).len(), 2);
-        assert_eq!(chunk(&Bytes::new(), 4).len(), 1);
+        assert_eq!(chunk_count(10, 4), 3);
+        assert_eq!(chunk_count(8, 4), 2);
+        assert_eq!(chunk_count(0, 4), 1, "empty content is one empty chunk");
     }
 
     #[test]

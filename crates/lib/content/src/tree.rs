@@ -4,10 +4,9 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-use bytes::Bytes;
-
 use crate::archive_error::ArchiveError;
 use crate::paths;
+use crate::spill::FileData;
 
 /// How many symlinks one path resolution may follow (as Linux's `MAXSYMLINKS`).
 const MAX_SYMLINK_HOPS: u32 = 40;
@@ -18,7 +17,8 @@ pub(crate) enum Node {
     /// A directory.
     Dir,
     /// A regular file; `executable` keeps only the information "some x bit was set".
-    File { data: Bytes, executable: bool },
+    /// Its data may be in memory or spilled (see [`crate::spill`]).
+    File { data: FileData, executable: bool },
     /// A symbolic link, target as written in the archive (checked by [`Tree::validate`]).
     Symlink { target: String },
 }
@@ -252,7 +252,7 @@ mod tests {
 
     fn file(text: &str) -> Node {
         Node::File {
-            data: Bytes::copy_from_slice(text.as_bytes()),
+            data: FileData::Memory(bytes::Bytes::copy_from_slice(text.as_bytes())),
             executable: false,
         }
     }

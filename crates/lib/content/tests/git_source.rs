@@ -101,7 +101,7 @@ async fn executable_files_keep_their_executable_bit() {
     )
     .await
     .unwrap();
-    let decoded = flate2::read::GzDecoder::new(main.content.data().as_ref());
+    let decoded = flate2::read::GzDecoder::new(main.content.reader());
     let mut archive = tar::Archive::new(decoded);
     let modes: Vec<(String, u32)> = archive
         .entries()

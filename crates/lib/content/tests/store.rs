@@ -63,6 +63,10 @@ async fn a_20_mib_bundle_round_trips_through_several_verified_chunks() {
     let store = Store::new(client.clone(), ns.name());
     let content = random_content(20 * 1024 * 1024);
     assert!(content.size() >= 20 * 1024 * 1024);
+    assert!(
+        !content.is_in_memory(),
+        "large content is spooled to a file"
+    );
 
     let stored = store.write(&content, USER).await.unwrap();
     assert_eq!(&stored.digest, content.digest());
@@ -90,7 +94,11 @@ async fn a_20_mib_bundle_round_trips_through_several_verified_chunks() {
 
     let read = store.read(content.digest()).await.unwrap();
     assert_eq!(read.digest(), content.digest());
-    assert_eq!(read.data(), content.data());
+    assert!(
+        !read.is_in_memory(),
+        "large content is read back into a file"
+    );
+    assert_eq!(read.to_bytes().unwrap(), content.to_bytes().unwrap());
     assert_eq!(store.stat(content.digest()).await.unwrap(), Some(stored));
     ns.delete().await;
 }

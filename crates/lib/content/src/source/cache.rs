@@ -9,8 +9,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-
 use crate::content::Content;
 use crate::digest::Digest;
 
@@ -50,7 +48,9 @@ impl ImageCache {
     }
 
     /// The cached content for `key`, if present and intact. A corrupted entry is
-    /// removed and reported as a miss.
+    /// removed and reported as a miss. The content is read from the cache file (hashed
+    /// once, never loaded whole): entries are only ever replaced by renaming, so the
+    /// file opened here does not change.
     pub async fn get(&self, key: &str) -> io::Result<Option<Content>> {
         let digest_path = self.path(key, "digest");
         let digest = match tokio::fs::read_to_string(&digest_path).await {
@@ -58,16 +58,23 @@ impl ImageCache {
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err),
         };
-        let data = match tokio::fs::read(self.path(key, "tar.gz")).await {
-            Ok(data) => data,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(err),
+        let data_path = self.path(key, "tar.gz");
+        let verified = match digest.trim().parse::<Digest>() {
+            Ok(digest) => tokio::task::spawn_blocking(move || {
+                let file = match std::fs::File::open(&data_path) {
+                    Ok(file) => file,
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+                    Err(err) => return Err(err),
+                };
+                Ok(Some(Content::verified_file(file, &digest)?.ok()))
+            })
+            .await
+            .map_err(io::Error::other)??,
+            Err(_) => Some(None),
         };
-        let verified = digest
-            .trim()
-            .parse::<Digest>()
-            .ok()
-            .and_then(|digest| Content::verified(Bytes::from(data), &digest).ok());
+        let Some(verified) = verified else {
+            return Ok(None);
+        };
         if verified.is_none() {
             tracing::warn!(key, dir = %self.dir.display(), "removing corrupted image cache entry");
             self.remove(key).await?;
@@ -75,10 +82,20 @@ impl ImageCache {
         Ok(verified)
     }
 
-    /// Stores content under `key`.
+    /// Stores content under `key`, streaming it to the file.
     pub async fn put(&self, key: &str, content: &Content) -> io::Result<()> {
         tokio::fs::create_dir_all(&self.dir).await?;
-        write_atomically(&self.path(key, "tar.gz"), content.data()).await?;
+        let path = self.path(key, "tar.gz");
+        let mut reader = content.reader();
+        tokio::task::spawn_blocking(move || {
+            // A torn file is caught by the digest check on read, so no fsync.
+            let temporary = temporary_path(&path);
+            let mut file = std::fs::File::create(&temporary)?;
+            io::copy(&mut reader, &mut file)?;
+            std::fs::rename(&temporary, &path)
+        })
+        .await
+        .map_err(io::Error::other)??;
         write_atomically(
             &self.path(key, "digest"),
             content.digest().to_string().as_bytes(),
@@ -103,10 +120,14 @@ impl ImageCache {
     }
 }
 
-async fn write_atomically(path: &Path, data: &[u8]) -> io::Result<()> {
+fn temporary_path(path: &Path) -> PathBuf {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(format!(".tmp-{}", std::process::id()));
-    let temporary = PathBuf::from(temporary);
+    PathBuf::from(temporary)
+}
+
+async fn write_atomically(path: &Path, data: &[u8]) -> io::Result<()> {
+    let temporary = temporary_path(path);
     tokio::fs::write(&temporary, data).await?;
     tokio::fs::rename(&temporary, path).await
 }

@@ -259,6 +259,11 @@ impl GitError {
     /// refused credentials are transient (the branch may be pushed, the Secret fixed).
     pub fn is_terminal(&self) -> bool {
         match self {
+            // Local storage failing is not the content's fault.
+            GitError::Content {
+                source: ArchiveError::Write { .. },
+                ..
+            } => false,
             GitError::InvalidUrl { .. }
             | GitError::InvalidRef { .. }
             | GitError::InvalidDirectory { .. }
@@ -736,7 +741,7 @@ fn read_commit(
             .into_tree();
     }
 
-    let mut extractor = Extractor::new(options.limits);
+    let mut extractor = Extractor::new(options.limits).with_work_dir(options.work_dir.clone());
     let content_err = |source| GitError::Content {
         repository: repository.clone(),
         commit: commit_hex.clone(),

@@ -117,6 +117,11 @@ impl HttpError {
     /// file may appear, and credentials live in a Secret that can change.
     pub fn is_terminal(&self) -> bool {
         match self {
+            // Local storage failing is not the content's fault.
+            HttpError::Content {
+                source: ArchiveError::Write { .. },
+                ..
+            } => false,
             HttpError::InvalidUrl { .. }
             | HttpError::InvalidSha256 { .. }
             | HttpError::Tls { .. }
@@ -201,8 +206,9 @@ pub async fn unpack(source: &HttpSource, options: &UnpackOptions) -> Result<Unpa
     }
 
     let limits = options.limits;
+    let work_dir = options.work_dir.clone();
     let content = tokio::task::spawn_blocking(move || {
-        let mut extractor = Extractor::new(limits);
+        let mut extractor = Extractor::new(limits).with_work_dir(work_dir);
         extractor.add_archive(&data[..])?;
         extractor.finish()
     })

@@ -200,6 +200,11 @@ impl ImageError {
     /// refused credentials are transient: the tag may be pushed, the Secret fixed.
     pub fn is_terminal(&self) -> bool {
         match self {
+            // Local storage failing is not the content's fault.
+            ImageError::Content {
+                source: ArchiveError::Write { .. },
+                ..
+            } => false,
             ImageError::InvalidReference { .. }
             | ImageError::InvalidPullSecret { .. }
             | ImageError::InvalidDirectory { .. }
@@ -371,16 +376,14 @@ async fn unpack_inner(
         path: options.work_dir.clone().unwrap_or_else(std::env::temp_dir),
         source: err,
     })?;
-    let mut layer_files = Vec::with_capacity(manifest.layers.len());
-    for (index, layer) in manifest.layers.iter().enumerate() {
-        let path = work.path().join(format!("layer-{index}"));
-        download_layer(&client, &reference, layer, &path, &name, options).await?;
-        layer_files.push(path);
-    }
-
+    // Layers are extracted on a blocking thread as soon as each is downloaded (and
+    // digest-checked), while the next one downloads; the thread deletes each layer file
+    // once it is read. It only normalises after being told every layer is there.
+    let (layers, ready) = std::sync::mpsc::channel::<Option<PathBuf>>();
     let limits = options.limits;
+    let work_dir = options.work_dir.clone();
     let task_name = name.clone();
-    let content = tokio::task::spawn_blocking(move || -> Result<_, ImageError> {
+    let extraction = tokio::task::spawn_blocking(move || -> Result<_, ImageError> {
         let content_err = |source| ImageError::Content {
             reference: task_name.clone(),
             source,
@@ -388,23 +391,43 @@ async fn unpack_inner(
         let mut extractor = Extractor::new(limits)
             .layered()
             .with_directory(&directory)
-            .map_err(content_err)?;
-        for path in &layer_files {
-            let file = std::fs::File::open(path).map_err(|err| ImageError::Storage {
-                reference: task_name.clone(),
-                path: path.clone(),
-                source: err,
-            })?;
-            extractor.add_archive(file).map_err(content_err)?;
+            .map_err(content_err)?
+            .with_work_dir(work_dir);
+        loop {
+            match ready.recv() {
+                Ok(Some(path)) => {
+                    let file = std::fs::File::open(&path).map_err(|err| ImageError::Storage {
+                        reference: task_name.clone(),
+                        path: path.clone(),
+                        source: err,
+                    })?;
+                    extractor.add_archive(file).map_err(content_err)?;
+                    // Gone from the disk as soon as it is read; the directory goes later.
+                    let _ = std::fs::remove_file(&path);
+                }
+                Ok(None) => break,
+                // The download failed; its error is the one reported.
+                Err(_) => return Ok(None),
+            }
         }
         let content = extractor.finish().map_err(content_err)?;
-        Ok((content, directory))
-    })
-    .await
-    .map_err(|_| ImageError::Task {
+        Ok(Some((content, directory)))
+    });
+    for (index, layer) in manifest.layers.iter().enumerate() {
+        let path = work.path().join(format!("layer-{index}"));
+        download_layer(&client, &reference, layer, &path, &name, options).await?;
+        if layers.send(Some(path)).is_err() {
+            // The extraction stopped early: its error says why.
+            break;
+        }
+    }
+    let _ = layers.send(None);
+    let extracted = extraction.await.map_err(|_| ImageError::Task {
+        reference: name.clone(),
+    })??;
+    let (content, directory) = extracted.ok_or_else(|| ImageError::Task {
         reference: name.clone(),
     })?;
-    let (content, directory) = content?;
     drop(work);
 
     if let Some(cache) = &cache
