@@ -104,6 +104,15 @@ pub struct CatalogStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<ContentRef>,
 
+    /// Where the catalog's bundle index is in the content store: for each package its
+    /// channels and, for each bundle, its version, image and `olm.maxOpenShiftVersion`
+    /// (`deppy_api::BundleIndex`, one JSON file). deppy-resolver writes it with the content;
+    /// the resolution-activator reads it instead of the whole catalog. Absent while the
+    /// catalog is not served, and on Catalogs served by a deppy-resolver that predates it
+    /// (readers then parse the content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle_index: Option<ContentRef>,
+
     /// Number of packages in the catalog.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages: Option<i64>,

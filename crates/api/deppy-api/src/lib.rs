@@ -3,6 +3,7 @@
 //! Deppy resolves; it never installs.
 
 pub mod active_resolution;
+pub mod bundle_index;
 pub mod catalog;
 pub mod conditions;
 pub mod selection;
@@ -12,6 +13,10 @@ pub use active_resolution::{
     InstalledPackage, PackageRequirement, ProhibitedPackage, ResolvedEntity, SelectionDeprecation,
 };
 pub use api_common::{Condition, ContentRef, SecretRef};
+pub use bundle_index::{
+    BUNDLE_INDEX_FILE, BUNDLE_INDEX_SCHEMA, BundleIndex, BundleIndexError, IndexedBundle,
+    IndexedPackage,
+};
 pub use catalog::{
     Catalog, CatalogSource, CatalogSpec, CatalogStatus, ConfigMapCatalogSource, ImageCatalogSource,
 };

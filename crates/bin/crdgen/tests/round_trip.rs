@@ -341,6 +341,11 @@ async fn catalogs_round_trip() {
             size: 42,
             chunks: 1,
         }),
+        bundle_index: Some(ContentRef {
+            digest: format!("sha256:{}", "e".repeat(64)),
+            size: 7,
+            chunks: 1,
+        }),
         packages: Some(12),
         bundles: Some(240),
         last_polled: Some(at(1_700_000_100)),

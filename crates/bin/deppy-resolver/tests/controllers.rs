@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use deppy_api::conditions::{TYPE_RESOLVED, TYPE_SERVING, TYPE_UNPACKED, reasons};
-use deppy_api::{ActiveResolution, Catalog};
+use deppy_api::{ActiveResolution, BUNDLE_INDEX_FILE, BundleIndex, Catalog};
 use deppy_resolver::controller::{self, Metrics, ServedCatalogs, Settings};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Patch, PatchParams, PostParams};
@@ -31,6 +31,12 @@ fn system_namespace() -> &'static str {
 fn readiness() -> &'static kit::admin::Readiness {
     static READINESS: OnceLock<kit::admin::Readiness> = OnceLock::new();
     READINESS.get_or_init(kit::admin::Readiness::default)
+}
+
+/// The catalogs the controllers of this process serve.
+fn served() -> &'static ServedCatalogs {
+    static SERVED: OnceLock<ServedCatalogs> = OnceLock::new();
+    SERVED.get_or_init(ServedCatalogs::default)
 }
 
 /// Installs the CRDs and starts the controllers, once per process.
@@ -59,7 +65,7 @@ async fn setup() -> Client {
                     client,
                     settings,
                     metrics,
-                    ServedCatalogs::default(),
+                    served().clone(),
                     readiness(),
                     tokio_util::sync::CancellationToken::new(),
                 )
@@ -252,6 +258,55 @@ async fn a_catalog_from_an_immutable_configmap_serves_with_its_package_and_bundl
 }
 
 #[tokio::test]
+async fn a_served_catalog_stores_its_bundle_index_beside_its_content() {
+    let client = setup().await;
+    let name = serving_catalog(&client, &["1.2.0"]).await;
+    let status = wait_for_serving(&client, &name, Some(&name))
+        .await
+        .status
+        .unwrap();
+    let reference = status.bundle_index.expect("bundle index stored");
+    assert_ne!(Some(&reference), status.content.as_ref());
+    let digest: content::Digest = reference.digest.parse().unwrap();
+    let stored = content::Store::new(client.clone(), system_namespace())
+        .read(&digest)
+        .await
+        .unwrap();
+    assert_eq!(i64::try_from(stored.size()).unwrap(), reference.size);
+    let files = stored.files(&content::Limits::default()).unwrap();
+    assert_eq!(files.len(), 1, "one file");
+    let index = BundleIndex::from_json(files.get(BUNDLE_INDEX_FILE).unwrap()).unwrap();
+    assert_eq!(index.bundle_count(), 5);
+    let app = index.find("app", "1.2.0", "stable").unwrap();
+    assert_eq!(app.name, "app.v1.2.0");
+    assert_eq!(app.image, "example.com/app:v1.2.0");
+    assert_eq!(
+        index.packages["lib"].channels["stable"],
+        ["lib.v1.0.0", "lib.v1.2.0"]
+    );
+
+    // The same catalog under another name shares both the content and the index.
+    let twin_name = unique_name("cat");
+    apply_catalog(&client, &twin_name, &name).await;
+    let twin = wait_for_serving(&client, &twin_name, Some(&name))
+        .await
+        .status
+        .unwrap();
+    assert_eq!(twin.bundle_index, Some(reference));
+    assert_eq!(twin.content, status.content);
+    // ... and holds the parsed catalog once.
+    let first = served().get(&name).unwrap().index;
+    let second = served().get(&twin_name).unwrap().index;
+    assert!(std::sync::Arc::ptr_eq(&first, &second), "one parsed index");
+
+    // The sweep keeps what Catalogs reference: the index as well as the content.
+    let referenced = controller::referenced_content(client.clone())
+        .await
+        .unwrap();
+    assert!(referenced.contains(&digest.to_string()), "{referenced:?}");
+}
+
+#[tokio::test]
 async fn a_mutable_configmap_is_refused_as_unpack_failed() {
     let client = setup().await;
     let name = unique_name("cat");
@@ -309,6 +364,7 @@ async fn a_catalog_updated_to_invalid_content_stops_serving_and_says_why() {
     );
     // Nothing of the previous content is left to mislead.
     assert_eq!(status.content, None);
+    assert_eq!(status.bundle_index, None);
     assert_eq!(status.packages, None);
     assert_eq!(status.bundles, None);
 }

@@ -1,46 +1,67 @@
-//! Finding selected bundles in Catalog content.
+//! Finding selected bundles in Catalogs.
 //!
-//! A Catalog's `status.content` names its file-based catalog in Deppy's content store;
-//! the activator reads it from there (never from deppy-resolver), parses it with [`fbc`],
-//! and keeps a few parsed catalogs by content digest, so that a catalog is parsed once per
-//! version however many resolutions use it.
+//! deppy-resolver writes each served Catalog's bundle index (`status.bundleIndex`,
+//! [`deppy_api::BundleIndex`]: channels, versions, images) to Deppy's content store beside
+//! the catalog; the activator reads that, never the catalog itself nor deppy-resolver, so
+//! mapping a few selections costs a small read whatever the catalog's size. A Catalog
+//! served by a deppy-resolver that predates the index has only `status.content`: its
+//! catalog is then parsed and reduced to the same index. Either way what is kept is the
+//! index, a few by digest, so each catalog version is read once however many resolutions
+//! use it.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use deppy_api::Catalog;
+use deppy_api::bundle_index::Missing;
+use deppy_api::{BUNDLE_INDEX_FILE, BundleIndex, Catalog, IndexedBundle};
 use fbc::CatalogIndex;
 use kube::ResourceExt;
 
 use deppy_api::Selection;
 
-/// How many parsed catalogs are kept.
-const CACHED_CATALOGS: usize = 8;
+/// How many bundle indexes are kept.
+const CACHED_INDEXES: usize = 8;
 
-/// Why a Catalog's content is not available.
+/// Why a Catalog's bundles are not available.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    /// The Catalog has no content in its status (not unpacked yet, or failing).
-    #[error("failed to read Catalog {0}: it has no content yet")]
+    /// The Catalog has neither a bundle index nor content in its status (not served yet,
+    /// or failing).
+    #[error("failed to read Catalog {0}: it is not serving content yet")]
     NoContent(String),
-    /// `status.content.digest` is not a digest.
-    #[error("failed to read Catalog {catalog}: invalid content digest {digest:?}")]
+    /// A digest in the status is not a digest.
+    #[error("failed to read Catalog {catalog}: invalid {what} digest {digest:?}")]
     BadDigest {
         /// The Catalog.
         catalog: String,
+        /// `bundle index` or `content`.
+        what: &'static str,
         /// The text.
         digest: String,
     },
-    /// The content store could not give the content.
-    #[error("failed to read the content of Catalog {catalog}")]
+    /// The content store could not give the bundle index or the content.
+    #[error("failed to read the {what} of Catalog {catalog}")]
     Read {
         /// The Catalog.
         catalog: String,
+        /// `bundle index` or `content`.
+        what: &'static str,
         /// Why.
         #[source]
         source: content::StoreError,
     },
-    /// The content is not a valid file-based catalog.
+    /// The bundle index was read and verified, but is not one.
+    #[error(
+        "failed to read the bundle index of Catalog {catalog}: {message}; deppy-resolver writes \
+         it again when it next serves the catalog (e.g. after a restart)"
+    )]
+    Index {
+        /// The Catalog.
+        catalog: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The content (of a Catalog without a bundle index) is not a valid file-based catalog.
     #[error("failed to parse the content of Catalog {catalog}: {message}")]
     Parse {
         /// The Catalog.
@@ -48,8 +69,8 @@ pub enum CatalogError {
         /// What is wrong.
         message: String,
     },
-    /// Parsing was interrupted (the task panicked or was cancelled).
-    #[error("failed to parse the content of Catalog {catalog}")]
+    /// Reading was interrupted (the task panicked or was cancelled).
+    #[error("failed to read Catalog {catalog}")]
     Task {
         /// The Catalog.
         catalog: String,
@@ -60,22 +81,35 @@ pub enum CatalogError {
 }
 
 impl CatalogError {
-    /// Whether retrying may help without anything changing (an API or store hiccup).
+    /// Whether retrying may help without anything changing (an API or store hiccup, or
+    /// stored content that its writer repairs).
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Read { source, .. } => !source.is_terminal(),
             Self::Task { .. } => true,
-            Self::NoContent(_) | Self::BadDigest { .. } | Self::Parse { .. } => false,
+            Self::NoContent(_)
+            | Self::BadDigest { .. }
+            | Self::Index { .. }
+            | Self::Parse { .. } => false,
         }
     }
 }
 
-/// Parsed catalogs by content digest, read through from the content store.
+/// Bundle indexes by digest, read through from the content store.
 #[derive(Debug)]
 pub struct CatalogCache {
     store: content::Store,
     limits: content::Limits,
-    parsed: Mutex<VecDeque<(String, Arc<CatalogIndex>)>>,
+    indexes: Mutex<VecDeque<(String, Arc<BundleIndex>)>>,
+}
+
+/// What a Catalog's status offers to read.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// `status.bundleIndex`.
+    Index,
+    /// Only `status.content` (an older deppy-resolver): the whole catalog.
+    Content,
 }
 
 impl CatalogCache {
@@ -84,37 +118,46 @@ impl CatalogCache {
         Self {
             store,
             limits,
-            parsed: Mutex::new(VecDeque::new()),
+            indexes: Mutex::new(VecDeque::new()),
         }
     }
 
-    fn cached(&self, digest: &str) -> Option<Arc<CatalogIndex>> {
-        let parsed = self.parsed.lock().unwrap_or_else(PoisonError::into_inner);
-        parsed
+    fn cached(&self, digest: &str) -> Option<Arc<BundleIndex>> {
+        let indexes = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+        indexes
             .iter()
             .find(|(d, _)| d == digest)
             .map(|(_, index)| index.clone())
     }
 
-    fn remember(&self, digest: String, index: Arc<CatalogIndex>) {
-        let mut parsed = self.parsed.lock().unwrap_or_else(PoisonError::into_inner);
-        if parsed.iter().any(|(d, _)| *d == digest) {
+    fn remember(&self, digest: String, index: Arc<BundleIndex>) {
+        let mut indexes = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+        if indexes.iter().any(|(d, _)| *d == digest) {
             return;
         }
-        if parsed.len() >= CACHED_CATALOGS {
-            parsed.pop_front();
+        if indexes.len() >= CACHED_INDEXES {
+            indexes.pop_front();
         }
-        parsed.push_back((digest, index));
+        indexes.push_back((digest, index));
     }
 
-    /// The parsed content of `catalog`.
-    pub async fn index(&self, catalog: &Catalog) -> Result<Arc<CatalogIndex>, CatalogError> {
+    /// The bundle index of `catalog`: the one deppy-resolver stored, or (for a Catalog
+    /// without one) one built from its content.
+    pub async fn index(&self, catalog: &Catalog) -> Result<Arc<BundleIndex>, CatalogError> {
         let name = catalog.name_any();
-        let reference = catalog
-            .status
-            .as_ref()
-            .and_then(|status| status.content.as_ref())
-            .ok_or_else(|| CatalogError::NoContent(name.clone()))?;
+        let status = catalog.status.as_ref();
+        let (source, reference) = match (
+            status.and_then(|s| s.bundle_index.as_ref()),
+            status.and_then(|s| s.content.as_ref()),
+        ) {
+            (Some(index), _) => (Source::Index, index),
+            (None, Some(content)) => (Source::Content, content),
+            (None, None) => return Err(CatalogError::NoContent(name)),
+        };
+        let what = match source {
+            Source::Index => "bundle index",
+            Source::Content => "content",
+        };
         if let Some(index) = self.cached(&reference.digest) {
             return Ok(index);
         }
@@ -124,6 +167,7 @@ impl CatalogCache {
                 .parse()
                 .map_err(|_| CatalogError::BadDigest {
                     catalog: name.clone(),
+                    what,
                     digest: reference.digest.clone(),
                 })?;
         let content = self
@@ -132,33 +176,86 @@ impl CatalogCache {
             .await
             .map_err(|source| CatalogError::Read {
                 catalog: name.clone(),
+                what,
                 source,
             })?;
         let limits = self.limits;
-        let catalog_name = name.clone();
-        // Parsing a large catalog is CPU-bound: keep it off the workers driving the watches.
-        let index = tokio::task::spawn_blocking(move || {
-            let files = content
-                .files(&limits)
-                .map_err(|err| kit::error_chain(&err))?;
-            // Only what activation reads is held: icons, descriptions and inline manifests
-            // are validated and dropped (the content store keeps them).
-            CatalogIndex::from_files_with(files.iter(), fbc::Detail::Resolution)
-                .map_err(|err| kit::error_chain(&err))
+        // Reading a whole catalog is CPU-bound, and even an index takes a few milliseconds:
+        // keep it off the workers driving the watches.
+        let read = tokio::task::spawn_blocking(move || match source {
+            Source::Index => read_index(&content, &limits),
+            Source::Content => parse_content(&content, &limits),
         })
         .await
         .map_err(|source| CatalogError::Task {
-            catalog: catalog_name,
+            catalog: name.clone(),
             source,
-        })?
-        .map_err(|message| CatalogError::Parse {
-            catalog: name,
-            message,
+        })?;
+        let index = read.map_err(|message| match source {
+            Source::Index => CatalogError::Index {
+                catalog: name.clone(),
+                message,
+            },
+            Source::Content => CatalogError::Parse {
+                catalog: name.clone(),
+                message,
+            },
         })?;
         let index = Arc::new(index);
         self.remember(reference.digest.clone(), index.clone());
         Ok(index)
     }
+}
+
+/// The bundle index stored as `content`; the error says what is wrong with it.
+fn read_index(content: &content::Content, limits: &content::Limits) -> Result<BundleIndex, String> {
+    let files = content
+        .files(limits)
+        .map_err(|err| kit::error_chain(&err))?;
+    let json = files
+        .get(BUNDLE_INDEX_FILE)
+        .ok_or_else(|| format!("the content holds no {BUNDLE_INDEX_FILE}"))?;
+    BundleIndex::from_json(json).map_err(|err| kit::error_chain(&err))
+}
+
+/// The bundle index of a whole catalog, for a Catalog served without one. Only the index is
+/// kept: icons, descriptions and inline manifests are validated and dropped while parsing,
+/// and the parsed catalog once the index is built.
+fn parse_content(
+    content: &content::Content,
+    limits: &content::Limits,
+) -> Result<BundleIndex, String> {
+    let files = content
+        .files(limits)
+        .map_err(|err| kit::error_chain(&err))?;
+    let index = CatalogIndex::from_files_with(files.iter(), fbc::Detail::Resolution)
+        .map_err(|err| kit::error_chain(&err))?;
+    Ok(bundle_index(&index))
+}
+
+/// The bundle index of a parsed catalog, as deppy-resolver writes it.
+pub fn bundle_index(index: &CatalogIndex) -> BundleIndex {
+    let catalog = index.catalog();
+    let mut out = BundleIndex::default();
+    for bundle in &catalog.bundles {
+        out.add_bundle(
+            &bundle.package,
+            IndexedBundle {
+                name: bundle.name.clone(),
+                version: bundle.version.to_string(),
+                image: bundle.image.clone(),
+                max_openshift_version: bundle.max_openshift_version().map(str::to_owned),
+            },
+        );
+    }
+    for channel in &catalog.channels {
+        out.add_channel(
+            &channel.package,
+            &channel.name,
+            channel.entries.iter().map(|e| e.name.clone()).collect(),
+        );
+    }
+    out
 }
 
 /// Why a selection has no bundle in its catalog.
@@ -201,37 +298,33 @@ pub enum NotFound {
 /// The bundle `selection` names in `index`: of its package, at its version, in its
 /// channel.
 pub fn find_bundle<'a>(
-    index: &'a CatalogIndex,
+    index: &'a BundleIndex,
     selection: &Selection,
-) -> Result<&'a fbc::Bundle, NotFound> {
+) -> Result<&'a IndexedBundle, NotFound> {
     let Selection {
         catalog,
         package,
         version,
         channel,
     } = selection;
-    if index.package(package).is_none() {
-        return Err(NotFound::Package {
-            catalog: catalog.clone(),
-            package: package.clone(),
-        });
-    }
-    let entries = index
-        .channel(package, channel)
-        .ok_or_else(|| NotFound::Channel {
-            catalog: catalog.clone(),
-            package: package.clone(),
-            channel: channel.clone(),
-        })?;
     index
-        .bundles(package)
-        .filter(|bundle| bundle.version.to_string() == *version)
-        .find(|bundle| entries.entries.iter().any(|e| e.name == bundle.name))
-        .ok_or_else(|| NotFound::Version {
-            catalog: catalog.clone(),
-            package: package.clone(),
-            channel: channel.clone(),
-            version: version.clone(),
+        .find(package, version, channel)
+        .map_err(|missing| match missing {
+            Missing::Package => NotFound::Package {
+                catalog: catalog.clone(),
+                package: package.clone(),
+            },
+            Missing::Channel => NotFound::Channel {
+                catalog: catalog.clone(),
+                package: package.clone(),
+                channel: channel.clone(),
+            },
+            Missing::Version => NotFound::Version {
+                catalog: catalog.clone(),
+                package: package.clone(),
+                channel: channel.clone(),
+                version: version.clone(),
+            },
         })
 }
 
@@ -240,9 +333,47 @@ mod tests {
     use super::*;
     use crate::fixtures::catalog_files;
 
-    fn index() -> CatalogIndex {
+    fn index() -> BundleIndex {
         let files = catalog_files("memcached-operator", &["0.1.0", "0.2.0"]);
-        CatalogIndex::from_files(files.iter().map(|(p, c)| (p.as_str(), c.as_bytes()))).unwrap()
+        bundle_index(
+            &CatalogIndex::from_files(files.iter().map(|(p, c)| (p.as_str(), c.as_bytes())))
+                .unwrap(),
+        )
+    }
+
+    fn stored(files: &[(&str, &[u8])]) -> content::Content {
+        let mut extractor = content::Extractor::new(content::Limits::default());
+        for (path, data) in files {
+            extractor.add_file(path, data.to_vec(), false).unwrap();
+        }
+        extractor.finish().unwrap()
+    }
+
+    #[test]
+    fn a_stored_index_reads_back_and_a_broken_one_says_what_is_wrong() {
+        let limits = content::Limits::default();
+        let index = index();
+        let json = index.to_json().unwrap();
+        let read = read_index(&stored(&[(BUNDLE_INDEX_FILE, &json)]), &limits).unwrap();
+        assert_eq!(read, index);
+        let err = read_index(&stored(&[("other.json", &json)]), &limits).unwrap_err();
+        assert_eq!(err, "the content holds no bundle-index.json");
+        let err = read_index(&stored(&[(BUNDLE_INDEX_FILE, b"[1]")]), &limits).unwrap_err();
+        assert!(err.starts_with("failed to read the bundle index"), "{err}");
+    }
+
+    #[test]
+    fn a_catalog_without_an_index_gives_the_same_index_from_its_content() {
+        let files = catalog_files("memcached-operator", &["0.1.0", "0.2.0"]);
+        let files: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_bytes()))
+            .collect();
+        let parsed = parse_content(&stored(&files), &content::Limits::default()).unwrap();
+        assert_eq!(parsed, index());
+        let err =
+            parse_content(&stored(&[("c.json", b"{")]), &content::Limits::default()).unwrap_err();
+        assert!(err.contains("c.json"), "{err}");
     }
 
     fn selection(text: &str) -> Selection {

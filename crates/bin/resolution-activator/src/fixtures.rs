@@ -59,10 +59,9 @@ pub(crate) fn catalog_files(package: &str, versions: &[&str]) -> Vec<(String, St
     files
 }
 
-/// An entity for a one-bundle catalog.
+/// An entity for a bundle of `package` at `version` with `image`, optionally with
+/// `olm.maxOpenShiftVersion`.
 pub(crate) fn entity(package: &str, version: &str, image: &str, max_ocp: Option<&str>) -> Entity {
-    let blob = bundle_blob(package, version, image, max_ocp).to_string();
-    let catalog = fbc::parse_files([("bundle.json", blob.as_bytes())]).unwrap();
     Entity {
         selection: Selection {
             catalog: "examples".into(),
@@ -70,6 +69,11 @@ pub(crate) fn entity(package: &str, version: &str, image: &str, max_ocp: Option<
             version: version.into(),
             channel: "stable".into(),
         },
-        bundle: catalog.bundles.into_iter().next().unwrap(),
+        bundle: deppy_api::IndexedBundle {
+            name: format!("{package}.v{version}"),
+            version: version.into(),
+            image: image.into(),
+            max_openshift_version: max_ocp.map(str::to_owned),
+        },
     }
 }

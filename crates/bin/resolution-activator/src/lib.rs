@@ -5,7 +5,7 @@
 //! class this process serves (see [`classes`]), once deppy-resolver has set `Resolved=True`:
 //!
 //! 1. every selection (`catalog:package:version:channel`, [`deppy_api::Selection`]) is looked up in its
-//!    Catalog's content, read from Deppy's content store ([`catalogs`]);
+//!    Catalog's bundle index, read from Deppy's content store ([`catalogs`]);
 //! 2. the class turns each selected bundle into child BundleDeployments;
 //! 3. they are written as an immutable ResolveSet ConfigMap in RukPak's system namespace, one
 //!    `<package>-bd.yaml` per entity, named `<resolution>-<content hash>` ([`resolve_set`]);

@@ -6,6 +6,8 @@
 //!   into its typed blob; with [`Detail::Resolution`] (the `_with` variants) only what
 //!   resolution reads is kept, which for a catalog with inlined manifests and icons is a small
 //!   part of its size.
+//! - [`CatalogBuilder`] takes the same files one at a time in any order (e.g. as they come
+//!   out of an archive), so no more than one file's bytes need to be held at once.
 //! - [`CatalogIndex::new`] checks the rules that span blobs (duplicates, references, channel
 //!   graphs) and answers lookups: packages and default channels, bundles by package, name and
 //!   provided API, deprecations, and upgrade successors. A package whose upgrade graph is
@@ -33,6 +35,7 @@ mod parse;
 mod property;
 mod range;
 mod scan;
+mod stream;
 
 pub use channel::{ChannelError, ChannelGraph};
 pub use constraint::{Constraint, ConstraintExpr, ConstraintParseError};
@@ -57,3 +60,4 @@ pub use property::{
 };
 pub use range::{PrereleasePolicy, RangeError, VersionRange, compare_precedence};
 pub use semver::Version;
+pub use stream::CatalogBuilder;

@@ -226,7 +226,7 @@ fn collect_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), Pa
     Ok(())
 }
 
-fn normalize(mut path: &str) -> Option<&str> {
+pub(crate) fn normalize(mut path: &str) -> Option<&str> {
     loop {
         if let Some(rest) = path.strip_prefix("./") {
             path = rest;
@@ -239,11 +239,15 @@ fn normalize(mut path: &str) -> Option<&str> {
     (!path.is_empty() && !path.ends_with('/')).then_some(path)
 }
 
-fn is_index_ignore(path: &str) -> bool {
+pub(crate) fn is_index_ignore(path: &str) -> bool {
     path.rsplit('/').next() == Some(INDEX_IGNORE)
 }
 
-fn add_ignore(ignore: &mut IndexIgnore, file: &str, contents: &[u8]) -> Result<(), ParseError> {
+pub(crate) fn add_ignore(
+    ignore: &mut IndexIgnore,
+    file: &str,
+    contents: &[u8],
+) -> Result<(), ParseError> {
     ignore
         .add(file, &String::from_utf8_lossy(contents))
         .map_err(|source| ParseError::IndexIgnore {

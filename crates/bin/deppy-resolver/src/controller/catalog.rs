@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use deppy_api::conditions::{TYPE_SERVING, TYPE_UNPACKED, reasons};
 use deppy_api::{Catalog, CatalogSource, CatalogStatus, ContentRef};
-use fbc::{CatalogIndex, Detail};
+use fbc::CatalogIndex;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use kit::conditions::{ConditionUpdate, set_condition, status};
 use kit::retry::{Classify, Retry};
 
-use super::{Context, ServedCatalog, error_chain};
+use super::{Context, ServedCatalog, error_chain, loading};
 
 /// A failed Catalog reconcile; always retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -276,8 +276,8 @@ async fn write_status(
 }
 
 /// Parses fetched `content` and serves it (storing it when it was fetched rather than read
-/// back from the store), or stops serving the catalog when it does not parse; records the
-/// outcome on `next`.
+/// back from the store), with its bundle index beside it in the store, or stops serving the
+/// catalog when it does not parse; records the outcome on `next`.
 async fn serve(
     catalog: &Catalog,
     ctx: &Context,
@@ -291,12 +291,28 @@ async fn serve(
     let generation = catalog.meta().generation;
     let priority = catalog.spec.priority.unwrap_or(0);
     let source_key = serde_json::to_string(&catalog.spec.source).unwrap_or_default();
-    match parse(content, ctx) {
+    let digest = content.digest().to_string();
+    // Storing (API writes) and parsing (CPU) overlap. Content read back from the store is
+    // there already; fetched content is written even when the status names the same
+    // digest, because the store may have lost it (or belong to another system namespace).
+    // Content that turns out not to parse is then stored too, unreferenced: the sweep
+    // removes it.
+    let storing = async {
+        if polled {
+            store(&name, ctx, content).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let (parsed, stored) = tokio::join!(parse(ctx, content), storing);
+    let parsed = match parsed {
+        Ok(parsed) => parsed,
         Err(message) => {
             if ctx.catalogs.remove(&name) {
                 ctx.notify_catalogs_changed();
             }
             next.content = None;
+            next.bundle_index = None;
             next.packages = None;
             next.bundles = None;
             set(
@@ -308,29 +324,65 @@ async fn serve(
                 generation,
                 now,
             );
+            return Ok(());
         }
-        Ok(index) => {
-            // Content read back from the store is there already; fetched content is
-            // written even when the status names the same digest, because the store
-            // may have lost it (or belong to another system namespace).
-            if polled {
-                next.content = Some(store(catalog, ctx, content).await?);
-            }
-            let index = Arc::new(index);
-            set_serving(next, &index, generation, now);
-            ctx.catalogs.insert(
-                &name,
-                ServedCatalog {
-                    index,
-                    priority,
-                    resolved_source,
-                    source_key,
-                },
-            );
-            ctx.notify_catalogs_changed();
-        }
+    };
+    if let Some(stored) = stored? {
+        next.content = Some(stored);
     }
+    next.bundle_index = match parsed.bundle_index {
+        Ok(index) => Some(store(&name, ctx, &index).await?),
+        Err(message) => {
+            // The activator reads the whole catalog instead: slower, still correct.
+            tracing::warn!(catalog = %name, error = %message, "serving without a bundle index");
+            None
+        }
+    };
+    set_serving(next, &parsed.index, generation, now);
+    ctx.catalogs.insert(
+        &name,
+        ServedCatalog {
+            index: parsed.index,
+            priority,
+            resolved_source,
+            source_key,
+            content_digest: digest,
+        },
+    );
+    ctx.notify_catalogs_changed();
     Ok(())
+}
+
+/// A parsed catalog and its bundle index as content (or why that could not be built).
+struct Parsed {
+    index: Arc<CatalogIndex>,
+    bundle_index: Result<content::Content, String>,
+}
+
+/// Parses `content` off the async workers; the error is a message for the user. A catalog
+/// already served from the same content (another Catalog's, or this one's before a poll
+/// that found nothing new) is not parsed again but shared, so it is held once.
+async fn parse(ctx: &Context, content: &content::Content) -> Result<Parsed, String> {
+    let limits = ctx.settings.unpack.limits;
+    let digest = content.digest().to_string();
+    if let Some(index) = ctx.catalogs.by_content(&digest) {
+        let bundle_index = loading::index_content(&loading::bundle_index(&index), &limits);
+        return Ok(Parsed {
+            index,
+            bundle_index,
+        });
+    }
+    let content = content.clone();
+    tokio::task::spawn_blocking(move || {
+        let index = loading::parse(&content, &limits)?;
+        let bundle_index = loading::index_content(&loading::bundle_index(&index), &limits);
+        Ok(Parsed {
+            index: Arc::new(index),
+            bundle_index,
+        })
+    })
+    .await
+    .unwrap_or_else(|err| Err(format!("failed to parse the catalog: {err}")))
 }
 
 /// Sets a condition; a shorthand that keeps the call sites on one line each.
@@ -569,30 +621,14 @@ async fn from_store(ctx: &Context, current: &CatalogStatus) -> Option<content::C
     }
 }
 
-/// Parses the content as a file-based catalog; the error is a message for the user.
-///
-/// The served index holds only what resolution reads ([`Detail::Resolution`]): icons, CSV
-/// metadata and inlined manifests, most of a large catalog's bytes, stay in the content store.
-fn parse(content: &content::Content, ctx: &Context) -> Result<CatalogIndex, String> {
-    let files = content
-        .files(&ctx.settings.unpack.limits)
-        .map_err(|err| error_chain(&err))?;
-    CatalogIndex::from_files_with(files.iter(), Detail::Resolution).map_err(|err| error_chain(&err))
-}
-
-/// Stores the content owned by the Catalog (adding the Catalog as an owner when another
-/// Catalog stored the same content).
-async fn store(
-    catalog: &Catalog,
-    ctx: &Context,
-    content: &content::Content,
-) -> Result<ContentRef, Error> {
-    let name = catalog.name_any();
+/// Stores content (the catalog's or its bundle index) owned by Catalog `name` (adding the
+/// Catalog as an owner when another Catalog stored the same content).
+async fn store(name: &str, ctx: &Context, content: &content::Content) -> Result<ContentRef, Error> {
     let stored = ctx
         .store
         .write(content, CATALOG_USER)
         .await
-        .map_err(|err| Error::Store(name, err))?;
+        .map_err(|err| Error::Store(name.to_owned(), err))?;
     Ok(ContentRef {
         digest: stored.digest.to_string(),
         size: i64::try_from(stored.size).unwrap_or(i64::MAX),
@@ -604,9 +640,10 @@ async fn store(
 /// and the content deppy-resolver's sweep looks after.
 pub const CATALOG_USER: &str = "Catalog";
 
-/// The content digests every Catalog of the cluster references (all, not only this
+/// The content digests every Catalog of the cluster references, catalogs and bundle indexes
+/// (all, not only this
 /// instance's shard: content is shared by digest).
-pub(super) async fn referenced_content(
+pub async fn referenced_content(
     client: kube::Client,
 ) -> Result<std::collections::BTreeSet<String>, String> {
     let catalogs = Api::<Catalog>::all(client)
@@ -616,13 +653,10 @@ pub(super) async fn referenced_content(
     Ok(catalogs
         .items
         .iter()
-        .filter_map(|c| {
-            c.status
-                .as_ref()?
-                .content
-                .as_ref()
-                .map(|r| r.digest.clone())
-        })
+        .filter_map(|c| c.status.as_ref())
+        .flat_map(|status| [status.content.as_ref(), status.bundle_index.as_ref()])
+        .flatten()
+        .map(|r| r.digest.clone())
         .collect())
 }
 

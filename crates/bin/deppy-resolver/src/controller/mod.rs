@@ -32,6 +32,7 @@ use crate::KubeVersion;
 
 mod active_resolution;
 mod catalog;
+mod loading;
 
 /// Settings of both controllers.
 #[derive(Debug, Clone)]
@@ -129,6 +130,9 @@ pub struct ServedCatalog {
     pub resolved_source: String,
     /// The spec's source, serialised, to notice when the Catalog points elsewhere.
     source_key: String,
+    /// The digest of the content the index was parsed from, to share it rather than parse
+    /// the same content again.
+    content_digest: String,
 }
 
 /// The catalogs the resolver may use, by Catalog name; only those that are Serving.
@@ -155,6 +159,16 @@ impl ServedCatalogs {
             .iter()
             .map(|(name, served)| (name.clone(), served.clone()))
             .collect()
+    }
+
+    /// The index of a served catalog parsed from content `digest`, if any.
+    fn by_content(&self, digest: &str) -> Option<Arc<CatalogIndex>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .find(|served| served.content_digest == digest)
+            .map(|served| served.index.clone())
     }
 
     fn insert(&self, name: &str, served: ServedCatalog) {
@@ -443,4 +457,5 @@ where
     (stream, reader, synced)
 }
 
+pub use catalog::referenced_content;
 pub use kit::error_chain;

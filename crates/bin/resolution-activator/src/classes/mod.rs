@@ -23,8 +23,9 @@ pub use platform_operator::PlatformOperatorClass;
 pub struct Entity {
     /// The selection it was found for.
     pub selection: Selection,
-    /// The bundle, as the catalog lists it (name, image, properties).
-    pub bundle: fbc::Bundle,
+    /// The bundle, as the catalog's bundle index lists it (name, version, image,
+    /// `olm.maxOpenShiftVersion`).
+    pub bundle: deppy_api::IndexedBundle,
 }
 
 /// A selected bundle that a class cannot install.

@@ -110,7 +110,7 @@ impl ActivatorClass for PlatformOperatorClass {
             });
         }
         let mut annotations = BTreeMap::new();
-        if let Some(version) = bundle.max_openshift_version() {
+        if let Some(version) = bundle.max_openshift_version.as_deref() {
             annotations.insert(
                 platform_api::MAX_OPENSHIFT_VERSION_ANNOTATION.to_owned(),
                 version.to_owned(),
