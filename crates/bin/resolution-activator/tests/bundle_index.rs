@@ -439,7 +439,7 @@ async fn a_bundle_index_whose_digest_does_not_verify_is_refused() {
     tampered.metadata.managed_fields = None;
     let data = tampered.binary_data.get_or_insert_with(Default::default);
     let key = data.keys().next().cloned().unwrap();
-    data.insert(key, ByteString(evil.data().to_vec()));
+    data.insert(key, ByteString(evil.to_bytes().unwrap().to_vec()));
     config_maps
         .delete(&chunk, &Default::default())
         .await

@@ -35,7 +35,7 @@ pub(super) fn parse(content: &Content, limits: &Limits) -> Result<CatalogIndex, 
 /// that way instead.
 fn stream(content: &Content, limits: &Limits) -> Result<Option<CatalogBuilder>, String> {
     let mut builder = CatalogBuilder::new(Detail::Resolution);
-    let decoder = flate2::read::MultiGzDecoder::new(content.data().as_ref());
+    let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(content.reader()));
     let mut archive = tar::Archive::new(Bounded {
         inner: decoder,
         left: limits.max_uncompressed_bytes,
