@@ -269,7 +269,13 @@ impl ResolveArgs {
             .chain(self.expressions)
             .chain(self.prohibited)
             .filter(|constraint| !certified(constraint));
-        match resolver.resolve(&Request::new(constraints)) {
+        let outcome = resolver.resolve(&Request::new(constraints));
+        // A one-shot process: the OS takes the memory back at exit. Freeing the catalogs
+        // (50,000 bundles and their properties at 51k variables) one allocation at a time
+        // was 9% of a whole `resolve` run.
+        std::mem::forget(resolver);
+        std::mem::forget(loaded);
+        match outcome {
             Ok(resolution) => match emit(&render(&resolution, self.output)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(code) => code,

@@ -24,6 +24,7 @@
 
 mod channel;
 mod constraint;
+mod csv_check;
 mod error;
 mod evaluate;
 mod gvk;

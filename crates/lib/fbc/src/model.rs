@@ -36,6 +36,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// Moves every blob of `other` after this catalog's own.
+    pub(crate) fn append(&mut self, mut other: Catalog) {
+        self.packages.append(&mut other.packages);
+        self.channels.append(&mut other.channels);
+        self.bundles.append(&mut other.bundles);
+        self.deprecations.append(&mut other.deprecations);
+        self.others.append(&mut other.others);
+    }
+
     /// Gives back what the lists grew beyond their length while parsing: up to half of each,
     /// for as long as the catalog is held.
     pub(crate) fn shrink_to_fit(&mut self) {

@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -72,16 +73,91 @@ pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog,
         let bytes = read(rel)?;
         add_ignore(&mut ignore, rel, &bytes)?;
     }
-    let mut catalog = Catalog::default();
-    for rel in paths
+    let files: Vec<&str> = paths
         .iter()
+        .map(String::as_str)
         .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
-    {
+        .collect();
+    let mut catalog = Catalog::default();
+    for part in parse_each(&files, |rel| {
         let bytes = read(rel)?;
-        parse_into_with(&mut catalog, rel, &bytes, detail)?;
+        let mut part = Catalog::default();
+        parse_into_with(&mut part, rel, &bytes, detail)?;
+        Ok(part)
+    }) {
+        catalog.append(part?);
     }
     catalog.shrink_to_fit();
     Ok(catalog)
+}
+
+/// Runs `parse` on every file, on as many threads as there are cores (files are independent
+/// until they are indexed), and gives the results back in the order of `files`. Files after
+/// one that failed are skipped: only the first error in file order is reported, as when
+/// files were read one after the other.
+fn parse_each<F>(files: &[&str], parse: F) -> Vec<Result<Catalog, ParseError>>
+where
+    F: Fn(&str) -> Result<Catalog, ParseError> + Sync,
+{
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(files.len());
+    if threads <= 1 {
+        let mut results = Vec::with_capacity(files.len());
+        for file in files {
+            let result = parse(file);
+            let failed = result.is_err();
+            results.push(result);
+            if failed {
+                break;
+            }
+        }
+        return results;
+    }
+    let next = AtomicUsize::new(0);
+    let first_failure = AtomicUsize::new(usize::MAX);
+    let mut done: Vec<(usize, Result<Catalog, ParseError>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(file) = files.get(index) else { break };
+                        if index > first_failure.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let result = parse(file);
+                        if result.is_err() {
+                            first_failure.fetch_min(index, Ordering::Relaxed);
+                        }
+                        done.push((index, result));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            // A worker only panics if `parse` does: carry on unwinding here, as a single
+            // thread would have.
+            .flat_map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    let failed_at = first_failure.into_inner();
+    let mut results = Vec::with_capacity(done.len());
+    for (position, (index, result)) in done.into_iter().enumerate() {
+        if index != position || index > failed_at {
+            break;
+        }
+        results.push(result);
+    }
+    results
 }
 
 /// Reads catalog files held in memory, e.g. extracted from a tar archive, with the same rules
@@ -150,10 +226,37 @@ pub fn parse_into_with(
     contents: &[u8],
     detail: Detail,
 ) -> Result<(), ParseError> {
+    parse_documents(catalog, file, contents, detail, Reading::OnePassFirst)
+}
+
+/// Whether JSON documents are first tried in one pass ([`read_typed_documents`]); tests turn
+/// it off to compare with the careful reading alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    OnePassFirst,
+    #[cfg(test)]
+    CarefulOnly,
+}
+
+fn parse_documents(
+    catalog: &mut Catalog,
+    file: &str,
+    contents: &[u8],
+    detail: Detail,
+    reading: Reading,
+) -> Result<(), ParseError> {
     let contents = contents.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(contents);
     let first = contents.iter().find(|b| !b.is_ascii_whitespace());
     let mut invalid = None;
     if first == Some(&b'{') {
+        let read = match reading {
+            Reading::OnePassFirst => match read_typed_documents(catalog, file, contents, detail) {
+                Ok(()) => return Ok(()),
+                Err(Unfinished { read }) => read,
+            },
+            #[cfg(test)]
+            Reading::CarefulOnly => 0,
+        };
         let mut stream = serde_json::Deserializer::from_slice(contents).into_iter::<Head>();
         let mut document = 0;
         loop {
@@ -167,7 +270,8 @@ pub fn parse_into_with(
                 document,
                 source,
             })?;
-            if invalid.is_none() {
+            // Documents the one-pass reader took are only checked again, never added twice.
+            if invalid.is_none() && document > read {
                 // The document's own text (with the blank before it), to read it typed.
                 let text = contents
                     .get(start..stream.byte_offset())
@@ -200,6 +304,127 @@ pub fn parse_into_with(
         }
     }
     invalid.map_or(Ok(()), Err)
+}
+
+/// Where [`read_typed_documents`] stopped: the documents before it were added.
+struct Unfinished {
+    /// How many documents were read and added.
+    read: usize,
+}
+
+/// Reads a JSON file's documents in one pass each, as long as they are valid packages,
+/// channels and bundles (nearly every document of a real catalog), and adds them.
+///
+/// Reading a document's outline first and then reading it typed (see [`Head`]) scans every
+/// byte twice; a document here is read once, into [`RawBlob`], which has every field the
+/// three schemas read, typed as they read them. At the first document it cannot take (another
+/// schema, a field of the wrong type, a repeated key, an invalid blob, malformed JSON) it
+/// stops and says how many it added; the caller reads the rest of the file the careful way,
+/// which reports errors with their positions in the file.
+///
+/// One difference in what is accepted: a number in a field no schema reads is checked for
+/// its syntax only, as Go's decoder does for `json.RawMessage`, not for its range.
+fn read_typed_documents(
+    catalog: &mut Catalog,
+    file: &str,
+    contents: &[u8],
+    detail: Detail,
+) -> Result<(), Unfinished> {
+    let mut offset = 0;
+    let mut read = 0;
+    loop {
+        let rest = contents.get(offset..).unwrap_or_default();
+        match rest.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => return Ok(()),
+            // A derived struct also reads a JSON array, by position: not a blob.
+            Some(b'{') => {}
+            Some(_) => return Err(Unfinished { read }),
+        }
+        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<RawBlob>();
+        let Some(Ok(blob)) = stream.next() else {
+            return Err(Unfinished { read });
+        };
+        let location = Location::new(file, read + 1);
+        if !blob.add_to(catalog, location, detail) {
+            return Err(Unfinished { read });
+        }
+        read += 1;
+        offset += stream.byte_offset();
+    }
+}
+
+/// A package, channel or bundle document: every field any of the three reads, each with the
+/// type and defaults of [`RawPackage`], [`RawChannel`] and [`RawBundle`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawBlob<'a> {
+    #[serde(default)]
+    schema: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    package: String,
+    #[serde(default)]
+    default_channel: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    icon: Option<Icon>,
+    #[serde(default, deserialize_with = "nullable")]
+    entries: Vec<RawEntry>,
+    #[serde(default, deserialize_with = "nullable")]
+    image: String,
+    #[serde(default, deserialize_with = "nullable")]
+    related_images: Vec<RelatedImage>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    properties: Vec<RawProperty<'a, &'a RawValue>>,
+}
+
+impl RawBlob<'_> {
+    /// Adds the blob to `catalog` if it is a valid package, channel or bundle, with what
+    /// [`add_blob`] would have made of it; `false` (and nothing added) otherwise.
+    fn add_to(self, catalog: &mut Catalog, mut location: Location, detail: Detail) -> bool {
+        location.name = Some(self.name.clone()).filter(|n| !n.is_empty());
+        let Some(schema) = self.schema else {
+            return false;
+        };
+        let added = match schema.as_str() {
+            SCHEMA_PACKAGE => {
+                location.schema = Some(schema);
+                let raw = RawPackage {
+                    name: self.name,
+                    default_channel: self.default_channel,
+                    description: self.description,
+                    icon: self.icon,
+                    properties: self.properties,
+                };
+                package_from(location, raw, detail).map(|p| catalog.packages.push(p))
+            }
+            SCHEMA_CHANNEL => {
+                location.schema = Some(schema);
+                let raw = RawChannel {
+                    package: self.package,
+                    name: self.name,
+                    entries: self.entries,
+                    properties: self.properties,
+                };
+                channel_from(location, raw, detail).map(|c| catalog.channels.push(c))
+            }
+            SCHEMA_BUNDLE => {
+                location.schema = Some(schema);
+                let raw = RawBundle {
+                    package: self.package,
+                    name: self.name,
+                    image: self.image,
+                    related_images: self.related_images,
+                    properties: self.properties,
+                };
+                bundle_from(location, raw, detail).map(|b| catalog.bundles.push(b))
+            }
+            _ => return false,
+        };
+        added.is_ok()
+    }
 }
 
 fn collect_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), ParseError> {
@@ -498,9 +723,11 @@ fn properties<V: RawJson>(
     raw: Vec<RawProperty<'_, V>>,
     detail: Detail,
 ) -> Result<Vec<Property>, ParseError> {
-    raw.iter()
-        .enumerate()
-        .map(|(index, property)| {
+    // Pushed into an exact-size list: collecting through `Result` starts small and doubles,
+    // and every bundle of a catalog keeps its list.
+    let mut properties = Vec::with_capacity(raw.len());
+    for (index, property) in raw.iter().enumerate() {
+        properties.push(
             property
                 .interpret(detail)
                 .map_err(|source| ParseError::Property {
@@ -508,9 +735,10 @@ fn properties<V: RawJson>(
                     index,
                     type_name: property.type_name.clone().into_owned(),
                     source,
-                })
-        })
-        .collect()
+                })?,
+        );
+    }
+    Ok(properties)
 }
 
 fn package<'a, S: Source<'a>>(
@@ -519,6 +747,14 @@ fn package<'a, S: Source<'a>>(
     detail: Detail,
 ) -> Result<Package, ParseError> {
     let raw: RawPackage<'a, S::Value> = decode(&location, SCHEMA_PACKAGE, source)?;
+    package_from(location, raw, detail)
+}
+
+fn package_from<V: RawJson>(
+    location: Location,
+    raw: RawPackage<'_, V>,
+    detail: Detail,
+) -> Result<Package, ParseError> {
     require(&location, "name", &raw.name)?;
     let full = detail == Detail::Full;
     Ok(Package {
@@ -537,6 +773,14 @@ fn channel<'a, S: Source<'a>>(
     detail: Detail,
 ) -> Result<Channel, ParseError> {
     let raw: RawChannel<'a, S::Value> = decode(&location, SCHEMA_CHANNEL, source)?;
+    channel_from(location, raw, detail)
+}
+
+fn channel_from<V: RawJson>(
+    location: Location,
+    raw: RawChannel<'_, V>,
+    detail: Detail,
+) -> Result<Channel, ParseError> {
     require(&location, "package", &raw.package)?;
     require(&location, "name", &raw.name)?;
     let mut entries = Vec::with_capacity(raw.entries.len());
@@ -576,6 +820,14 @@ fn bundle<'a, S: Source<'a>>(
     detail: Detail,
 ) -> Result<Bundle, ParseError> {
     let raw: RawBundle<'a, S::Value> = decode(&location, SCHEMA_BUNDLE, source)?;
+    bundle_from(location, raw, detail)
+}
+
+fn bundle_from<V: RawJson>(
+    location: Location,
+    raw: RawBundle<'_, V>,
+    detail: Detail,
+) -> Result<Bundle, ParseError> {
     require(&location, "package", &raw.package)?;
     require(&location, "name", &raw.name)?;
     let properties = properties(&location, raw.properties, detail)?;
@@ -669,6 +921,68 @@ mod tests {
     use semver::Version;
 
     use super::*;
+
+    /// Both readings of one file: the catalog, or the error as a user reads it.
+    fn both_readings(contents: &str, detail: Detail) -> [Result<Catalog, String>; 2] {
+        [Reading::OnePassFirst, Reading::CarefulOnly].map(|reading| {
+            let mut catalog = Catalog::default();
+            parse_documents(&mut catalog, "f.json", contents.as_bytes(), detail, reading)
+                .map(|()| catalog)
+                .map_err(|e| {
+                    let mut text = e.to_string();
+                    let mut source = std::error::Error::source(&e);
+                    while let Some(cause) = source {
+                        text.push_str(&format!(": {cause}"));
+                        source = cause.source();
+                    }
+                    text
+                })
+        })
+    }
+
+    #[test]
+    fn one_pass_reading_gives_what_careful_reading_gives() {
+        let package = r#"{"schema":"olm.package","name":"p","defaultChannel":"stable","description":"d","icon":{"base64data":"aGk=","mediatype":"image/png"}}"#;
+        let channel = r#"{"schema":"olm.channel","package":"p","name":"stable","entries":[{"name":"p.v1"},{"name":"p.v2","replaces":"p.v1","skips":["p.v0"],"skipRange":"<2.0.0"}]}"#;
+        let bundle = r#"{"schema":"olm.bundle","package":"p","name":"p.v1","image":"r/p:1","relatedImages":[{"name":"op","image":"r/op@sha256:3e5"}],"properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}},{"type":"olm.gvk","value":{"group":"g","kind":"K","version":"v1"}},{"type":"olm.csv.metadata","value":{"minKubeVersion":"1.25.0","keywords":["a"],"x":{"y":[1,2.5]}}},{"value":{"packageName":"q","versionRange":">=1.0.0"},"type":"olm.package.required"},{"type":"olm.bundle.object","value":{"data":"e30="}},{"type":"vendor.example/thing","value":[1,"two",null]}]}"#;
+        let deprecations = r#"{"schema":"olm.deprecations","package":"p","entries":[{"reference":{"schema":"olm.package"},"message":"gone"}]}"#;
+        let other = r#"{"schema":"vendor.example/other","package":"p","name":"o","n":[1]}"#;
+        let files = [
+            // Everything one pass takes, in YAML-like odd spacing.
+            format!("{package}\n\n  {channel}{bundle}\n"),
+            // A schema one pass leaves to the careful reading, before and after others.
+            format!("{deprecations}\n{package}\n{bundle}"),
+            format!("{package}\n{other}\n{bundle}"),
+            // Fields of the wrong type in a field the schema does not read, or does.
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v2","image":"i","entries":5,"properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"2.0.0"}}}}]}}"#
+            ),
+            format!(r#"{package}{{"schema":"olm.package","name":7}}"#),
+            // A repeated key (the last counts), an invalid blob, then malformed JSON.
+            format!(r#"{{"schema":"olm.package","name":"a","name":"b"}}{bundle}"#),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v3","properties":[]}}{bundle}"#
+            ),
+            format!(r#"{package}{{"schema":"olm.bundle","package":"p",]}}{bundle}"#),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"x","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"v1"}}}}]}}{{"schema":"olm.package","name":"z""#
+            ),
+            // Not objects, no schema, a null schema.
+            format!("{package}[1,2]"),
+            format!(r#"{package}{{"name":"n"}}{{"schema":null}}"#),
+            String::new(),
+        ];
+        let mut errors = 0;
+        for file in &files {
+            for detail in [Detail::Full, Detail::Resolution] {
+                let [one_pass, careful] = both_readings(file, detail);
+                errors += usize::from(careful.is_err());
+                assert_eq!(one_pass, careful, "{detail:?} {file}");
+            }
+        }
+        // The table covers both outcomes.
+        assert!(errors >= 8 && errors < files.len() * 2, "{errors} errors");
+    }
 
     #[test]
     fn normalize_drops_leading_dots_and_slashes_and_skips_directories() {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::constraint::{self, Constraint};
+use crate::csv_check::MinKubeVersion;
 use crate::gvk::Gvk;
 use crate::parse::Detail;
 use crate::range::{PrereleasePolicy, RangeError, VersionRange};
@@ -305,17 +306,14 @@ impl<V: RawJson> RawProperty<'_, V> {
                 Value::Number(n) => n.to_string(),
                 _ => return Err(PropertyError::MaxOpenShiftVersion),
             }),
-            TYPE_CSV_METADATA => {
-                // Read in full either way, so that both details accept the same catalogs.
-                let metadata: CsvMetadata = self.shape()?;
-                Property::CsvMetadata(Box::new(match detail {
-                    Detail::Full => metadata,
-                    Detail::Resolution => CsvMetadata {
-                        min_kube_version: metadata.min_kube_version,
-                        ..CsvMetadata::default()
-                    },
-                }))
-            }
+            TYPE_CSV_METADATA => Property::CsvMetadata(Box::new(match detail {
+                Detail::Full => self.shape()?,
+                // Checked in full either way, so that both details accept the same catalogs.
+                Detail::Resolution => CsvMetadata {
+                    min_kube_version: self.shape::<MinKubeVersion>()?.0,
+                    ..CsvMetadata::default()
+                },
+            })),
             _ => match detail {
                 Detail::Full => Property::Other {
                     type_name: type_name.to_owned(),

@@ -128,6 +128,8 @@ impl VersionRange {
         for group in text.split("||") {
             alternatives.push(parse_alternative(text, group, policy)?);
         }
+        // Catalogs hold one range per dependency of every bundle: keep no spare capacity.
+        alternatives.shrink_to_fit();
         Ok(Self {
             text: text.to_owned(),
             policy,
@@ -252,6 +254,7 @@ fn parse_alternative(
         bounds.extend(expand(op, &partial, policy));
         i += 1;
     }
+    bounds.shrink_to_fit();
     Ok(Alternative {
         bounds,
         names_prerelease,

@@ -531,3 +531,39 @@ fn deprecation_blobs_and_entries_must_be_unique_per_package() {
         IndexError::DuplicateDeprecations { location, first, .. }
             if location.file == "d2.yaml" && first.file == "d1.yaml")));
 }
+
+/// Files are parsed on several threads: the catalog keeps file order, and of two broken files
+/// the first in path order is the one reported, whichever thread reached it first.
+#[test]
+fn a_directory_keeps_file_order_and_reports_its_first_broken_file() {
+    let dir = std::env::temp_dir().join(format!("fbc-parse-dir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for index in 0..40 {
+        let path = dir.join(format!("p{index:02}"));
+        std::fs::create_dir_all(&path).unwrap();
+        let contents = format!(
+            r#"{{"schema":"olm.package","name":"p{index:02}"}}
+{{"schema":"olm.bundle","package":"p{index:02}","name":"p{index:02}.v1","properties":[{{"type":"olm.package","value":{{"packageName":"p{index:02}","version":"1.0.0"}}}}]}}"#
+        );
+        std::fs::write(path.join("catalog.json"), contents).unwrap();
+    }
+    let catalog = fbc::parse_dir(&dir).unwrap();
+    let names: Vec<&str> = catalog.packages.iter().map(|p| p.name.as_str()).collect();
+    let expected: Vec<String> = (0..40).map(|i| format!("p{i:02}")).collect();
+    assert_eq!(names, expected);
+    assert_eq!(catalog.bundles.len(), 40);
+
+    std::fs::write(dir.join("p31/catalog.json"), "{\"schema\":\"olm.package\"").unwrap();
+    std::fs::write(
+        dir.join("p07/catalog.json"),
+        "{\"schema\":\"olm.package\",]",
+    )
+    .unwrap();
+    let err = fbc::parse_dir(&dir).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("malformed JSON in p07/catalog.json"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
