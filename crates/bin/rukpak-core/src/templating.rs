@@ -264,7 +264,7 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
     };
     let desired_name = desired.name_any();
     // Until the Bundle watch has listed once, "no Bundle" would only mean "not seen yet".
-    if ctx.bundles.wait_until_ready().await.is_err() {
+    if kit::watch::until_listed(&ctx.bundles).await.is_err() {
         return Ok(Action::requeue(std::time::Duration::from_secs(1)));
     }
     let owned: Vec<Bundle> = ctx

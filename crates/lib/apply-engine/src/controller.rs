@@ -489,8 +489,8 @@ async fn reconcile<F: BundleFormat>(
     // What is read from watches must have been listed once: before that, a missing Bundle
     // or class would only mean "not seen yet".
     for ready in [
-        ctx.classes.wait_until_ready().await,
-        ctx.bundles.wait_until_ready().await,
+        kit::watch::until_listed(&ctx.classes).await,
+        kit::watch::until_listed(&ctx.bundles).await,
     ] {
         if ready.is_err() {
             return Ok(Action::requeue(Duration::from_secs(1)));

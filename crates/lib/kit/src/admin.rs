@@ -86,20 +86,11 @@ impl Readiness {
     {
         let gate = self.register(name);
         tokio::spawn(async move {
-            // kube-runtime's readiness future keeps only the most recent waiter's waker, and
-            // a Controller waits on its own store too: a single await here can sleep
-            // forever. Polling again re-registers; once ready, the result is memoised.
-            loop {
-                match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
-                    Ok(Ok(())) => {
-                        gate.open();
-                        return;
-                    }
-                    // The writer was dropped before the first list: the watch is gone
-                    // and the gate must stay closed.
-                    Ok(Err(_)) => return,
-                    Err(_) => {}
-                }
+            // A Controller waits on its own store too, so this is one of several waiters.
+            // If the writer was dropped before the first list, the watch is gone and the
+            // gate stays closed.
+            if crate::watch::until_listed(&store).await.is_ok() {
+                gate.open();
             }
         })
     }

@@ -190,6 +190,30 @@ where
     controller.trigger_backoff(WatchBackoff::default())
 }
 
+/// Waits until `store` has received its first list; an error if its writer (and so its
+/// watch) went first.
+///
+/// Use this, never a bare `Store::wait_until_ready().await`, wherever more than one task can
+/// wait on the same store (every reconcile of a controller does): kube-runtime's readiness
+/// future keeps only the most recent waiter's waker, so with several waiters all but one
+/// sleep forever. That is how a controller started against a busy API server (whose first
+/// list of a store was refused with 429) installed nothing at all. Waiting again every
+/// 100 ms re-registers the waker; once the store is ready, the answer is immediate.
+pub async fn until_listed<K>(store: &Store<K>) -> Result<(), reflector::store::WriterDropped>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    loop {
+        if let Ok(listed) = tokio::time::timeout(READY_POLL, store.wait_until_ready()).await {
+            return listed;
+        }
+    }
+}
+
+/// How often [`until_listed`] asks again.
+const READY_POLL: Duration = Duration::from_millis(100);
+
 /// Polls a watch stream in a task of its own (so the stores it feeds fill whatever the
 /// controller is doing) and sends the objects each item names as reconcile requests to
 /// `requests`, until the stream ends, the receiver goes or `shutdown`.
@@ -278,6 +302,40 @@ mod tests {
         let mut object = ConfigMap::default();
         object.metadata.generation = Some(generation);
         object
+    }
+
+    /// Every reconcile of a controller waits on the same store when its first list is late
+    /// (an API server answering 429 at start): every one of them must go on once it lands.
+    #[tokio::test]
+    async fn every_waiter_goes_on_once_a_store_is_listed() {
+        let (store, mut writer) = reflector::store::<ConfigMap>();
+        let waiters: Vec<_> = (0..16)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { until_listed(&store).await.is_ok() })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let all = futures::future::join_all(waiters);
+        let done = tokio::time::timeout(Duration::from_secs(5), all).await;
+        let results = done.expect("a waiter still sleeps 5 s after the store was listed");
+        assert_eq!(
+            results
+                .into_iter()
+                .filter(|r| matches!(r, Ok(true)))
+                .count(),
+            16
+        );
+    }
+
+    #[tokio::test]
+    async fn waiting_ends_with_an_error_when_the_watch_goes_before_listing() {
+        let (store, writer) = reflector::store::<ConfigMap>();
+        drop(writer);
+        let result = tokio::time::timeout(Duration::from_secs(5), until_listed(&store)).await;
+        assert!(matches!(result, Ok(Err(_))), "{result:?}");
     }
 
     #[test]
