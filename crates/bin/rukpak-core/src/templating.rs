@@ -112,6 +112,7 @@ pub async fn run(
         readiness,
         "watch:generated-bundles",
     ))
+    .modify(kit::watch::drop_managed_fields)
     .reflect(writer)
     .touched_objects();
     readiness.track_store("watch:generated-bundles", ctx.bundles.clone());

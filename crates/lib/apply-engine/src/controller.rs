@@ -308,6 +308,7 @@ pub async fn run<F: BundleFormat>(
         readiness,
         "watch:provisionerclasses",
     ))
+    .modify(kit::watch::drop_managed_fields)
     .reflect(class_writer)
     .touched_objects();
     readiness.track_store("watch:provisionerclasses", ctx.classes.clone());
@@ -318,6 +319,7 @@ pub async fn run<F: BundleFormat>(
     )
     .backoff(kit::watch::WatchBackoff::default())
     .inspect(kit::watch::report_failures(readiness, "watch:bundles"))
+    .modify(kit::watch::drop_managed_fields)
     .reflect(bundle_writer)
     .touched_objects()
     .predicate_filter(unpack_progress, Default::default());
