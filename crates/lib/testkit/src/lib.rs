@@ -159,10 +159,24 @@ where
 }
 
 /// A path relative to the workspace root (e.g. `deploy/crds`).
+///
+/// Found at run time from the package cargo is testing (`CARGO_MANIFEST_DIR` of the test
+/// process) up to the directory holding `Cargo.lock`: a path compiled into this library
+/// would name whichever checkout built it first, and a target directory shared by two
+/// checkouts (a CI clone and a working copy, with cargo keying crates by their path
+/// relative to the workspace) then points every test at the other checkout.
 pub fn workspace_path(relative: impl AsRef<Path>) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../..")
-        .join(relative)
+    let compiled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .and_then(|package| {
+            package
+                .ancestors()
+                .find(|dir| dir.join("Cargo.lock").is_file())
+                .map(Path::to_path_buf)
+        })
+        .unwrap_or(compiled);
+    root.join(relative)
 }
 
 /// Server-side applies every document of a multi-document YAML manifest (field manager
