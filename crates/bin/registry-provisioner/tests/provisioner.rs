@@ -400,7 +400,12 @@ async fn golden_outputs_are_accepted_by_the_api_server() {
             } else {
                 Api::all_with(client.clone(), &resource)
             };
-            let params = kube::api::PatchParams::apply("golden-test").dry_run();
+            // Forced: what is checked is that the API server accepts the object. Other tests
+            // of this binary install the same cluster-scoped CRDs at the same time, and a
+            // field-manager conflict with them says nothing about the golden output.
+            let params = kube::api::PatchParams::apply("golden-test")
+                .force()
+                .dry_run();
             api.patch(
                 &object.name_any(),
                 &params,
