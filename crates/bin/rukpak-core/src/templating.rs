@@ -103,19 +103,14 @@ pub async fn run(
         return;
     };
     let config = kit::watch::config(ctx.selector.as_deref());
-    let bundles = watcher(
+    let bundles = kit::watch::cached(
         Api::<Bundle>::all(ctx.client.clone()),
         watcher::Config::default().labels(OWNER_NAME),
-    )
-    .backoff(kit::watch::WatchBackoff::default())
-    .inspect(kit::watch::report_failures(
+        writer,
         readiness,
         "watch:generated-bundles",
-    ))
-    .modify(kit::watch::drop_managed_fields)
-    .reflect(writer)
+    )
     .touched_objects();
-    readiness.track_store("watch:generated-bundles", ctx.bundles.clone());
     let (requests, from_bundles) = tokio::sync::mpsc::channel(1024);
     tokio::spawn(kit::watch::forward(
         bundles,

@@ -299,31 +299,24 @@ pub async fn run<F: BundleFormat>(
         ctx.settings.identity_namespace.clone(),
         shutdown.clone(),
     ));
-    let classes = watcher(
+    let classes = kit::watch::cached(
         Api::<ProvisionerClass>::all(ctx.client.clone()),
         watcher::Config::default(),
-    )
-    .backoff(kit::watch::WatchBackoff::default())
-    .inspect(kit::watch::report_failures(
+        class_writer,
         readiness,
         "watch:provisionerclasses",
-    ))
-    .modify(kit::watch::drop_managed_fields)
-    .reflect(class_writer)
+    )
     .touched_objects();
-    readiness.track_store("watch:provisionerclasses", ctx.classes.clone());
     let (class_requests, from_classes) = tokio::sync::mpsc::channel(1024);
-    let bundles = watcher(
+    let bundles = kit::watch::cached(
         Api::<Bundle>::all(ctx.client.clone()),
         watcher::Config::default().labels(OWNER_NAME),
+        bundle_writer,
+        readiness,
+        "watch:bundles",
     )
-    .backoff(kit::watch::WatchBackoff::default())
-    .inspect(kit::watch::report_failures(readiness, "watch:bundles"))
-    .modify(kit::watch::drop_managed_fields)
-    .reflect(bundle_writer)
     .touched_objects()
     .predicate_filter(unpack_progress, Default::default());
-    readiness.track_store("watch:bundles", ctx.bundles.clone());
     let (bundle_requests, from_bundles) = tokio::sync::mpsc::channel(1024);
     tokio::spawn(kit::watch::forward(
         bundles,

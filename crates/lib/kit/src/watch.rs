@@ -173,13 +173,7 @@ where
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
     let (reader, writer): (Store<K>, _) = reflector::store();
-    let changes = watcher(api, config)
-        .backoff(WatchBackoff::default())
-        .inspect(report_failures(readiness, name))
-        .modify(drop_managed_fields)
-        .reflect(writer)
-        .applied_objects();
-    readiness.track_store(name, reader.clone());
+    let changes = cached(api, config, writer, readiness, name).applied_objects();
     let controller = if let Some(predicate) = predicate {
         Controller::for_stream(
             changes.predicate_filter(predicate, Default::default()),
@@ -189,6 +183,29 @@ where
         Controller::for_stream(changes, reader)
     };
     controller.trigger_backoff(WatchBackoff::default())
+}
+
+/// The watch of every `K` that `config` selects, feeding the store of `writer`: with the
+/// watch backoff, failures reported to `readiness` under `name`, the `/readyz` gate `name`
+/// opening on the first list, and no `managedFields` kept (see [`drop_managed_fields`]).
+/// Every store of the controllers is filled this way.
+pub fn cached<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    readiness: &Readiness,
+    name: &str,
+) -> impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    readiness.track_store(name, writer.as_reader());
+    watcher(api, config)
+        .backoff(WatchBackoff::default())
+        .inspect(report_failures(readiness, name))
+        .modify(drop_managed_fields)
+        .reflect(writer)
 }
 
 /// For `.modify(...)` on a watch stream, before the store it feeds: drops `managedFields`.
