@@ -16,6 +16,9 @@
 //! database size (read from etcd's `/metrics`, found through the cluster's `ports.json`
 //! next to the kubeconfig) and the apiserver's object count before and after, per
 //! stored MiB. The content is deleted again afterwards.
+//!
+//! `CONTENT_BENCH_PROFILE=DIR` also records a `perf` profile of one more unpack of each
+//! image into `DIR`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
@@ -75,6 +78,7 @@ fn main() {
             let reference = push_image(&addr, mib, kind);
             eprintln!("pushed {reference} ({mib} MiB of {kind:?} files in 4 layers)");
             measure(&reference, mib, kind);
+            profile(&reference, mib, kind);
             if std::env::var_os("KUBECONFIG").is_some() {
                 measure_store(&reference, mib, kind);
             }
@@ -143,6 +147,27 @@ fn measure(reference: &str, mib: usize, kind: Kind) {
         ours_m as f64 / export_m as f64
     );
     println!();
+}
+
+/// With `CONTENT_BENCH_PROFILE=DIR`, unpacks the image once more under
+/// `perf record --call-graph dwarf` into `DIR/unpack-<kind>-<mib>.perf` (after the timed
+/// runs, so that they are not slowed down); read it with `perf report -i FILE`.
+fn profile(reference: &str, mib: usize, kind: Kind) {
+    let Some(dir) = std::env::var_os("CONTENT_BENCH_PROFILE") else {
+        return;
+    };
+    let out = std::path::Path::new(&dir).join(format!("unpack-{kind:?}-{mib}.perf"));
+    let status = Command::new("perf")
+        .args(["record", "--call-graph", "dwarf,16384", "-F", "499", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(std::env::current_exe().unwrap())
+        .args(["--child-unpack", reference, &mib.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("perf must be on PATH for CONTENT_BENCH_PROFILE");
+    assert!(status.success(), "perf record failed");
+    println!("profile: {}", out.display());
 }
 
 /// Runs this bench binary as a child with `flag reference mib`; returns its stdout.
