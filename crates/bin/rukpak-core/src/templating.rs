@@ -10,7 +10,7 @@
 //! content store, so a rollback to one fetches nothing. Bundles never tried (the template
 //! moved on before they were applied) are deleted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -47,6 +47,43 @@ pub struct Context {
     bundles: Store<Bundle>,
     /// The writer of that store, taken by [`run`], which starts its watch.
     writer: std::sync::Mutex<Option<Writer<Bundle>>>,
+    /// Bundles created moments ago that the store may not show yet.
+    created: RecentlyCreated,
+}
+
+/// How long a Bundle this controller created is taken to exist while its watch does not
+/// show it yet. The next reconcile (which often comes before that watch event, through
+/// another watch) would otherwise create it again and be refused as a conflict.
+const CREATE_SETTLES_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Names of Bundles created by this process and when, until the store shows them.
+#[derive(Default)]
+struct RecentlyCreated(std::sync::Mutex<HashMap<String, std::time::Instant>>);
+
+impl RecentlyCreated {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, std::time::Instant>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `name` was created less than [`CREATE_SETTLES_WITHIN`] ago.
+    fn pending(&self, name: &str, now: std::time::Instant) -> bool {
+        self.lock()
+            .get(name)
+            .is_some_and(|&at| now.saturating_duration_since(at) < CREATE_SETTLES_WITHIN)
+    }
+
+    fn record(&self, name: String, now: std::time::Instant) {
+        let mut created = self.lock();
+        created.retain(|_, &mut at| now.saturating_duration_since(at) < CREATE_SETTLES_WITHIN);
+        created.insert(name, now);
+    }
+
+    /// The store shows `name`: nothing to remember.
+    fn settled(&self, name: &str) {
+        self.lock().remove(name);
+    }
 }
 
 impl Context {
@@ -57,6 +94,7 @@ impl Context {
         Self {
             bundles: writer.as_reader(),
             writer: std::sync::Mutex::new(Some(writer)),
+            created: RecentlyCreated::default(),
             selector,
             recorder: kit::controller::recorder(client.clone(), crate::FIELD_MANAGER),
             client,
@@ -274,7 +312,17 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
         .as_ref()
         .and_then(|s| s.active_bundle.clone());
 
-    if !owned.iter().any(|b| b.name_any() == desired_name) {
+    if owned.iter().any(|b| b.name_any() == desired_name) {
+        ctx.created.settled(&desired_name);
+    } else if ctx
+        .created
+        .pending(&desired_name, std::time::Instant::now())
+    {
+        // Created moments ago and not in the store yet: look again shortly (without a
+        // request) rather than create it twice. Should it have been deleted since, the
+        // look after the settling time creates it again.
+        return Ok(Action::requeue(std::time::Duration::from_secs(1)));
+    } else {
         // Bundles waiting to be tried: not the installed one, never applied.
         let waiting = owned
             .iter()
@@ -297,7 +345,9 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
             next_revision(deployment, &owned).to_string(),
         );
         match bundles.create(&PostParams::default(), &desired).await {
-            Ok(_) => {}
+            Ok(_) => ctx
+                .created
+                .record(desired_name.clone(), std::time::Instant::now()),
             // Created by a concurrent reconcile or a previous run: fine.
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(source) => {
@@ -352,6 +402,24 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bundle_just_created_counts_as_there_until_the_store_shows_it_or_time_passes() {
+        let created = RecentlyCreated::default();
+        let now = std::time::Instant::now();
+        assert!(!created.pending("a-1", now));
+        created.record("a-1".to_owned(), now);
+        assert!(created.pending("a-1", now + std::time::Duration::from_secs(1)));
+        assert!(!created.pending("b-1", now), "another Bundle");
+        // Deleted behind this controller's back: created again once the settling time is over.
+        assert!(!created.pending("a-1", now + CREATE_SETTLES_WITHIN));
+        created.settled("a-1");
+        assert!(!created.pending("a-1", now));
+        // Old entries go as new ones come.
+        created.record("c-1".to_owned(), now);
+        created.record("d-1".to_owned(), now + CREATE_SETTLES_WITHIN);
+        assert_eq!(created.lock().len(), 1);
+    }
     use rukpak_api::{BundleStatus, RevisionOutcome};
 
     fn bundle(name: &str, revision: i64, outcome: Option<RevisionOutcome>) -> Bundle {

@@ -415,8 +415,9 @@ impl Applier {
 
     /// Applies the bundle: resolve every object's kind → read what exists → preflight (pure:
     /// collisions, CRD upgrade safety, order; nothing is written when it fails) → dry-run
-    /// every write → apply in phases, waiting for CRDs after the foundations → prune what
-    /// the previous bundle had and this one does not.
+    /// every write but the next one (the API server refuses that one before anything else
+    /// is written, as its dry run would) → apply in phases, waiting for CRDs after the
+    /// foundations → prune what the previous bundle had and this one does not.
     pub async fn apply(&self, request: ApplyRequest) -> Result<ApplyReport, ApplyError> {
         self.report(ApplyStep::Checking {
             objects: request.objects.len(),
@@ -433,7 +434,17 @@ impl Applier {
             dry_run: true,
             ..params.clone()
         };
-        for item in plan.dry_run_first(&live) {
+        // The object written first is not dry-run: the API server refuses its real write as
+        // it would refuse the dry run, and nothing has been written before it.
+        let first_write = plan
+            .foundations
+            .iter()
+            .find(|r| needs_write(r, live.get(&r.key)))
+            .map(|r| &r.key);
+        for item in plan
+            .dry_run_first(&live)
+            .filter(|r| Some(&r.key) != first_write)
+        {
             self.patch(item, &dry_run).await?;
         }
 
@@ -443,14 +454,15 @@ impl Applier {
         // Custom resources of the bundle's own CRDs resolve now that those are served.
         let (late, late_skipped) = self.resolve_deferred(&request, deferred).await?;
         skipped.extend(late_skipped);
-        for item in plan
+        // Objects that could not be dry-run before the foundations existed: those in the
+        // namespaces just created and the custom resources of the CRDs just established.
+        let second_batch: HashSet<ObjectKey> = plan
             .rest
             .iter()
             .filter(|r| plan.in_new_namespace(r))
             .chain(late.iter())
-        {
-            self.patch(item, &dry_run).await?;
-        }
+            .map(|r| r.key.clone())
+            .collect();
         let mut rest = plan.rest;
         rest.extend(late);
         sort_for_apply(&mut rest, |r| &r.key);
@@ -461,6 +473,19 @@ impl Applier {
             .map(|r| r.key.clone())
             .collect();
         sort_for_apply(&mut applied, |k| k);
+        // As above, the object written next needs no dry run, unless webhooks are removed
+        // before it is written.
+        let next_write = if admission_prunes(&request, &applied) {
+            None
+        } else {
+            first_rest_write(&rest, &live)
+        };
+        for item in rest
+            .iter()
+            .filter(|r| second_batch.contains(&r.key) && Some(&r.key) != next_write)
+        {
+            self.patch(item, &dry_run).await?;
+        }
 
         // Webhooks leaving the bundle go before the workloads change under them, and new
         // or changed ones only once their servers are ready.
@@ -1288,6 +1313,32 @@ impl Plan {
     }
 }
 
+/// Whether applying `applied` over `request`'s previous inventory removes webhook
+/// configurations (or other admission objects) before the rest is written. Pure.
+fn admission_prunes(request: &ApplyRequest, applied: &[ObjectKey]) -> bool {
+    let previous: Vec<ObjectKey> = request
+        .previous_inventory
+        .iter()
+        .map(ObjectKey::from)
+        .collect();
+    stale(&previous, applied)
+        .iter()
+        .any(|key| phase_of(key) == Phase::Admission)
+}
+
+/// The first object of `rest` that the phased writes write: phase by phase, in apply
+/// order, the first that needs a write. Pure.
+fn first_rest_write<'a>(
+    rest: &'a [Resolved],
+    live: &HashMap<ObjectKey, DynamicObject>,
+) -> Option<&'a ObjectKey> {
+    [Phase::Configuration, Phase::Workloads, Phase::Admission]
+        .into_iter()
+        .flat_map(|phase| rest.iter().filter(move |r| phase_of(&r.key) == phase))
+        .find(|r| needs_write(r, live.get(&r.key)))
+        .map(|r| &r.key)
+}
+
 /// Decides, before any write, whether `owner` may apply `ready` over what exists (`live`):
 /// every collision and every unsafe CRD change is reported at once; otherwise the plan, in
 /// apply order. Pure.
@@ -1628,6 +1679,67 @@ mod tests {
         assert_eq!(names(&plan.rest), ["operator", "settings", "operator"]);
         assert_eq!(plan.rest[0].key.kind, "ServiceAccount");
         assert_eq!(plan.new_namespaces, HashSet::from(["team".to_owned()]));
+    }
+
+    #[test]
+    fn the_next_write_is_the_first_changed_object_of_the_earliest_phase() {
+        let deployment = resolved("apps/v1", "Deployment", Some("team"), "operator");
+        let unchanged = resolved("v1", "ConfigMap", Some("team"), "same");
+        let changed = resolved("v1", "ConfigMap", Some("team"), "settings");
+        let webhook = resolved(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            None,
+            "check",
+        );
+        let mut live = HashMap::new();
+        live.insert(unchanged.key.clone(), live_copy(&unchanged, Some("mine")));
+        // Apply order, as the apply sorts it; the Deployment is a later phase.
+        let rest = vec![unchanged, changed, deployment, webhook];
+        assert_eq!(
+            first_rest_write(&rest, &live).map(|k| k.name.as_str()),
+            Some("settings")
+        );
+        live.insert(rest[1].key.clone(), live_copy(&rest[1], Some("mine")));
+        assert_eq!(
+            first_rest_write(&rest, &live).map(|k| k.name.as_str()),
+            Some("operator"),
+            "configuration unchanged: the workload is next"
+        );
+        for item in &rest {
+            live.insert(item.key.clone(), live_copy(item, Some("mine")));
+        }
+        assert_eq!(first_rest_write(&rest, &live), None, "nothing to write");
+    }
+
+    #[test]
+    fn removing_a_webhook_comes_before_the_next_write() {
+        let webhook = resolved(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            None,
+            "check",
+        );
+        let config = resolved("v1", "ConfigMap", Some("team"), "settings");
+        let request = |previous: &[&Resolved]| ApplyRequest {
+            owner: "mine".to_owned(),
+            objects: Vec::new(),
+            install_namespace: None,
+            collision_protection: CollisionProtection::Prevent,
+            previous_inventory: previous
+                .iter()
+                .map(|r| InventoryEntry::from(&r.key))
+                .collect(),
+            health_checks: std::sync::Arc::default(),
+            absent: Vec::new(),
+        };
+        let applied = [config.key.clone()];
+        assert!(admission_prunes(&request(&[&webhook, &config]), &applied));
+        assert!(!admission_prunes(&request(&[&config]), &applied));
+        assert!(
+            !admission_prunes(&request(&[]), &applied),
+            "a first install"
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod extract;
 pub mod limits;
 pub mod normalize;
 pub mod paths;
+mod recently_stored;
 pub mod source;
 mod spill;
 mod spool;

@@ -40,6 +40,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::content::Content;
 use crate::digest::Digest;
+use crate::recently_stored::RecentlyStored;
 use crate::spool::{DEFAULT_SPOOL_THRESHOLD, Spool, SpoolDir};
 
 /// Label with the first 32 hex digits of the content digest.
@@ -76,6 +77,8 @@ pub struct Store {
     api: Api<ConfigMap>,
     namespace: String,
     chunk_size: usize,
+    /// Content this process stored or checked moments ago, shared by clones.
+    recent: std::sync::Arc<RecentlyStored>,
 }
 
 /// What the store holds for one digest (the `content` of a status).
@@ -200,6 +203,7 @@ impl Store {
             api: Api::namespaced(client, namespace),
             namespace: namespace.to_owned(),
             chunk_size: MAX_CHUNK_SIZE,
+            recent: std::sync::Arc::default(),
         }
     }
 
@@ -231,7 +235,9 @@ impl Store {
 
     /// Stores `content` for objects of kind `user` (e.g. `Bundle`), or checks content
     /// already stored. Writes nothing when the content is there, verified, labelled for
-    /// `user` and not marked by a sweep.
+    /// `user` and not marked by a sweep; sends no request at all when this store (or a
+    /// clone) stored or checked it moments ago with no sweep since (see
+    /// [`crate::recently_stored`]).
     pub async fn write(&self, content: &Content, user: &str) -> Result<StoredContent, StoreError> {
         let digest = content.digest();
         if user.is_empty() {
@@ -239,8 +245,42 @@ impl Store {
                 digest: digest.clone(),
             });
         }
-        let label = &Self::used_by_label(user);
         let count = chunk_count(content.size(), self.chunk_size);
+        let stored = StoredContent {
+            digest: digest.clone(),
+            size: content.size(),
+            chunks: count,
+        };
+        let trusted = || self.recent.trusts(digest, user, std::time::Instant::now());
+        if trusted() {
+            return Ok(stored);
+        }
+        // Sharers arriving together wait for the first one's check, then trust it.
+        let lock = self.recent.writer_lock(digest, user);
+        let written = async {
+            let _turn = lock.lock().await;
+            if trusted() {
+                return Ok(());
+            }
+            let epoch = self.recent.begin();
+            self.write_chunks(content, user, count).await?;
+            self.recent
+                .record(digest, user, epoch, std::time::Instant::now());
+            Ok(())
+        }
+        .await;
+        self.recent.done_writing(digest, user, lock);
+        written.map(|()| stored)
+    }
+
+    /// Writes or checks every chunk of `content`.
+    async fn write_chunks(
+        &self,
+        content: &Content,
+        user: &str,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        let label = &Self::used_by_label(user);
         // Chunks 1.. first, concurrently; chunk 0 last marks the content complete. Each
         // chunk is read from the content (a file for large content) only when its write
         // starts, so at most PARALLEL_CHUNKS chunks are in memory.
@@ -253,12 +293,7 @@ impl Store {
             .try_collect::<Vec<()>>()
             .await?;
         let first = self.read_local(content, 0)?;
-        self.write_chunk(content, 0, count, first, label).await?;
-        Ok(StoredContent {
-            digest: digest.clone(),
-            size: content.size(),
-            chunks: count,
-        })
+        self.write_chunk(content, 0, count, first, label).await
     }
 
     /// Chunk `index` of the content to write.
@@ -469,6 +504,16 @@ impl Store {
     /// than `grace` ago is left alone (it may be about to be referenced). Run it from the
     /// binary that writes `user`'s content, every `grace` or so.
     pub async fn sweep(
+        &self,
+        user: &str,
+        referenced: &std::collections::BTreeSet<String>,
+        grace: std::time::Duration,
+    ) -> Result<SweepReport, StoreError> {
+        let _sweeping = self.recent.sweeping();
+        self.sweep_pass(user, referenced, grace).await
+    }
+
+    async fn sweep_pass(
         &self,
         user: &str,
         referenced: &std::collections::BTreeSet<String>,
@@ -688,8 +733,17 @@ impl Store {
         }))
     }
 
-    /// Reads and verifies the content with `digest`.
+    /// Reads and verifies the content with `digest`. Content found missing or corrupted is
+    /// no longer taken as recently stored: the next write checks and repairs it.
     pub async fn read(&self, digest: &Digest) -> Result<Content, StoreError> {
+        let read = self.read_verified(digest).await;
+        if read.is_err() {
+            self.recent.forget(digest);
+        }
+        read
+    }
+
+    async fn read_verified(&self, digest: &Digest) -> Result<Content, StoreError> {
         let name = Self::chunk_name(digest, 0);
         let first = self
             .api

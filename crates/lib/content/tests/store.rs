@@ -209,6 +209,25 @@ async fn shared_content_written_again_is_stored_once_and_costs_no_write() {
         assert_eq!(object.labels()[&Store::used_by_label("Catalog")], "true");
         assert_eq!(object.labels()[&Store::used_by_label(USER)], "true");
     }
+
+    // Content this store has just checked costs a sharer no request at all: a chunk
+    // deleted behind its back goes unnoticed by writers until a read finds it missing,
+    // and the next write then puts it back.
+    let name = Store::chunk_name(content.digest(), 1);
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    store.write(&content, USER).await.unwrap();
+    assert!(
+        api.get_opt(&name).await.unwrap().is_none(),
+        "no request sent"
+    );
+    let err = store.read(content.digest()).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::MissingChunk { index: 1, .. }),
+        "{}",
+        report(&err)
+    );
+    store.write(&content, USER).await.unwrap();
+    assert_eq!(store.read(content.digest()).await.unwrap(), content);
     ns.delete().await;
 }
 
@@ -453,7 +472,9 @@ async fn content_owned_the_old_way_loses_its_owners_when_reused() {
             .all(|o| !o.owner_references().is_empty())
     );
 
-    store.write(&content, USER).await.unwrap();
+    // Reused by a process of the new version, which has not checked this content yet.
+    let upgraded = Store::new(client.clone(), ns.name()).with_chunk_size(1024);
+    upgraded.write(&content, USER).await.unwrap();
     for object in chunks(&api, &content).await {
         assert!(
             object.owner_references().is_empty(),
