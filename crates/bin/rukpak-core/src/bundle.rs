@@ -95,6 +95,8 @@ pub struct Context {
     backoff: Backoff,
     selector: Option<String>,
     sweep_interval: Duration,
+    /// Bundles reconciled (unpacked) at once; 0: no limit.
+    concurrency: u16,
 }
 
 impl Context {
@@ -119,7 +121,15 @@ impl Context {
             unpacks,
             backoff: Backoff::default(),
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
+            concurrency: DEFAULT_CONCURRENT_UNPACKS,
         }
+    }
+
+    /// Unpacks at most `concurrency` Bundles at once (0: no limit) instead of
+    /// [`DEFAULT_CONCURRENT_UNPACKS`].
+    pub fn with_concurrency(mut self, concurrency: u16) -> Self {
+        self.concurrency = concurrency;
+        self
     }
 
     /// Sweeps content no Bundle references every `interval` (see
@@ -129,6 +139,11 @@ impl Context {
         self
     }
 }
+
+/// Bundles unpacked at once by default. Each unpack holds its buffers and up to 8 MiB of
+/// small files; more at once than the cores can work on only adds to the peak memory (200
+/// Bundles created together were all unpacked at once before this limit).
+pub const DEFAULT_CONCURRENT_UNPACKS: u16 = 4;
 
 /// How often content no Bundle references is swept (marked, then deleted a pass later).
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(600);
@@ -235,6 +250,9 @@ pub async fn run(
             .backoff(kit::watch::WatchBackoff::default())
             .touched_objects(),
             config_maps,
+        )
+        .with_config(
+            kube::runtime::controller::Config::default().concurrency(ctx.concurrency),
         )
         .graceful_shutdown_on(shutdown.clone().cancelled_owned());
     let sweep = ctx.store.sweep_every(

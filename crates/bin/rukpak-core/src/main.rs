@@ -72,6 +72,9 @@ enum Command {
         /// marks it, a later pass deletes what is still unreferenced (e.g. `10m`).
         #[arg(long, env = "CONTENT_SWEEP_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
         content_sweep_interval: std::time::Duration,
+        /// At most this many Bundles are unpacked at once (0: no limit).
+        #[arg(long, env = "MAX_CONCURRENT_UNPACKS", default_value_t = bundle::DEFAULT_CONCURRENT_UNPACKS)]
+        max_concurrent_unpacks: u16,
     },
     /// Print the revision of a BundleDeployment waiting for approval
     /// (`upgradeApproval: Manual`) and what applying it would change.
@@ -114,12 +117,14 @@ async fn main() -> ExitCode {
             ref plain_http_registries,
             ref denied_networks,
             content_sweep_interval,
+            max_concurrent_unpacks,
         } => {
             run(
                 &args,
                 admin,
                 leader,
                 content_sweep_interval,
+                max_concurrent_unpacks,
                 content::source::UnpackOptions {
                     image_cache_dir: image_cache_dir.clone(),
                     work_dir: work_dir.clone(),
@@ -193,6 +198,7 @@ async fn run(
     admin_args: &AdminArgs,
     leader: &LeaderElectionArgs,
     sweep_interval: std::time::Duration,
+    concurrent_unpacks: u16,
     options: content::source::UnpackOptions,
 ) -> Result<(), String> {
     let client = args.client.client().await.map_err(|e| error_chain(&e))?;
@@ -220,7 +226,8 @@ async fn run(
                     unpacks,
                     selector.clone(),
                 )
-                .with_sweep_interval(sweep_interval),
+                .with_sweep_interval(sweep_interval)
+                .with_concurrency(concurrent_unpacks),
             );
             let deployments = Arc::new(templating::Context::new(client, reconciles, selector));
             tokio::join!(
