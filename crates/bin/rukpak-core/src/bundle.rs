@@ -251,9 +251,7 @@ pub async fn run(
             .touched_objects(),
             config_maps,
         )
-        .with_config(
-            kube::runtime::controller::Config::default().concurrency(ctx.concurrency),
-        )
+        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown.clone().cancelled_owned());
     let sweep = ctx.store.sweep_every(
         BUNDLE_USER,

@@ -365,7 +365,7 @@ fn entry_kind(entry_type: EntryType) -> String {
 mod tests {
     use super::*;
     use crate::paths::PathProblem;
-    use crate::testutil::{TarBuilder, gzip};
+    use crate::testutil::{TarBuilder, gzip, random};
 
     fn extract(data: &[u8]) -> Result<Content, ArchiveError> {
         let mut extractor = Extractor::new(Limits::default());
@@ -668,19 +668,6 @@ mod tests {
         extractor.add_archive(&upper[..]).unwrap();
         let content = extractor.finish().unwrap();
         assert!(files(&content).is_empty());
-    }
-
-    fn random(len: usize, seed: u8) -> Vec<u8> {
-        // A cheap generator: enough to defeat deflate, no dependency on rand here.
-        let mut state = u64::from(seed) | 1 << 40;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect()
     }
 
     fn assert_empty(dir: &std::path::Path) {

@@ -431,7 +431,7 @@ mod tests {
     use super::*;
     use crate::extract::Extractor;
     use crate::limits::Limits;
-    use crate::testutil::{TarBuilder, gzip};
+    use crate::testutil::{TarBuilder, gzip, random};
 
     fn normalise(archive: &[u8]) -> Content {
         let mut extractor = Extractor::new(Limits::default());
@@ -509,19 +509,6 @@ mod tests {
                 ("secret".to_owned(), 0o644, 0, 0)
             ]
         );
-    }
-
-    /// Bytes no compressor can shorten (xorshift), deterministic per seed.
-    fn random(len: usize, seed: u64) -> Vec<u8> {
-        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect()
     }
 
     #[test]

@@ -121,3 +121,17 @@ pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
     encoder.write_all(data).unwrap();
     encoder.finish().unwrap()
 }
+
+/// `len` bytes no compressor can shorten, the same for the same seed (xorshift: enough to
+/// defeat deflate, no dependency on rand here).
+pub(crate) fn random(len: usize, seed: u8) -> Vec<u8> {
+    let mut state = u64::from(seed) | 1 << 40;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
