@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 fn resolve(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_deppy-resolver"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(testkit::package_path(""))
         .arg("resolve")
         .args(args)
         .output()

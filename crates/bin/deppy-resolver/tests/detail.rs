@@ -9,7 +9,7 @@ use deppy_resolver::{Constraint, KubeVersion, NamedCatalog, Request, Resolver};
 use fbc::{CatalogIndex, Detail};
 
 fn load(name: &str, detail: Detail) -> CatalogIndex {
-    let dir = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let dir = testkit::package_path(format!("tests/fixtures/{name}"));
     CatalogIndex::from_dir_with(&dir, detail).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 

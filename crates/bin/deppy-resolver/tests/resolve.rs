@@ -13,7 +13,7 @@ use deppy_resolver::{
 use fbc::CatalogIndex;
 
 fn load(name: &str) -> CatalogIndex {
-    let dir = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let dir = testkit::package_path(format!("tests/fixtures/{name}"));
     CatalogIndex::from_dir(&dir).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 

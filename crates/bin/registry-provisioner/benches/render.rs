@@ -33,9 +33,7 @@ const TYPICAL: &[&str] = &[
 const RUNS: usize = 5;
 
 fn golden(case: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(case)
+    testkit::package_path("").join("tests/golden").join(case)
 }
 
 fn options(case: &str) -> Options {

@@ -3,8 +3,6 @@
 // Test helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-
 use kube::api::DynamicObject;
 use registry_provisioner::{ConvertError, DeploymentConfig, Options, convert};
 use serde_json::{Value, json};
@@ -19,9 +17,7 @@ struct Files(Vec<(String, Vec<u8>)>);
 
 impl Files {
     fn fixture(name: &str) -> Self {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(name);
+        let root = testkit::package_path("").join("tests/fixtures").join(name);
         let mut files = Vec::new();
         for dir in ["metadata", "manifests"] {
             for entry in std::fs::read_dir(root.join(dir)).unwrap() {
@@ -40,7 +36,7 @@ impl Files {
 
     /// Adds `tests/fixtures/extra/<name>` as `manifests/<name>`.
     fn with_extra(self, name: &str) -> Self {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        let path = testkit::package_path("")
             .join("tests/fixtures/extra")
             .join(name);
         let text = std::fs::read_to_string(path).unwrap();

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use registry_provisioner::{DeploymentConfig, Options, conversion, render};
@@ -40,9 +40,7 @@ const CASES: &[&str] = &[
 ];
 
 fn golden(case: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(case)
+    testkit::package_path("").join("tests/golden").join(case)
 }
 
 fn updating() -> bool {

@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -380,7 +379,7 @@ async fn an_existing_install_namespace_from_the_config_is_used_but_never_claimed
 async fn golden_outputs_are_accepted_by_the_api_server() {
     let client = client().await;
     let scratch = testkit::TestNamespace::create(&client, "golden").await;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let root = testkit::package_path("").join("tests/golden");
     let mut checked = 0;
     for entry in std::fs::read_dir(&root).unwrap() {
         let expected = entry.unwrap().path().join("expected.yaml");

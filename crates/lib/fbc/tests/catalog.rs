@@ -11,7 +11,7 @@ use fbc::{
 };
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog")
+    testkit::package_path("tests/fixtures/catalog")
 }
 
 fn index() -> CatalogIndex {

@@ -4,7 +4,7 @@
 // Test helpers outside #[test] functions unwrap too; a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fbc::{
     Bundle, Catalog, CatalogIndex, Detail, Property, TYPE_BUNDLE_OBJECT, parse_dir_with,
@@ -13,7 +13,7 @@ use fbc::{
 use serde_json::Value;
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog")
+    testkit::package_path("tests/fixtures/catalog")
 }
 
 /// Everything about a bundle that resolution and activation read.

@@ -167,8 +167,7 @@ where
 /// relative to the workspace) then points every test at the other checkout.
 pub fn workspace_path(relative: impl AsRef<Path>) -> PathBuf {
     let compiled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
-    let root = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
+    let root = runtime_package_dir()
         .and_then(|package| {
             package
                 .ancestors()
@@ -177,6 +176,20 @@ pub fn workspace_path(relative: impl AsRef<Path>) -> PathBuf {
         })
         .unwrap_or(compiled);
     root.join(relative)
+}
+
+/// `relative` under the directory of the package whose test or bench is running (its
+/// fixtures), found at run time for the reason given at [`workspace_path`]: a path
+/// compiled into the test binary names whichever checkout built it.
+pub fn package_path(relative: impl AsRef<Path>) -> PathBuf {
+    runtime_package_dir()
+        .expect("cargo sets CARGO_MANIFEST_DIR for the tests and benches it runs")
+        .join(relative)
+}
+
+/// `CARGO_MANIFEST_DIR` as cargo sets it for the test it runs.
+fn runtime_package_dir() -> Option<PathBuf> {
+    std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from)
 }
 
 /// Server-side applies every document of a multi-document YAML manifest (field manager

@@ -16,7 +16,7 @@ pub const CLASS: &str = "core-rukpak-io-registry";
 /// The files of the golden case `case`'s bundle with every `(from, to)` replaced in their
 /// contents, in order, so tests can give it names of their own (paths are kept).
 pub fn golden_bundle(case: &str, replacements: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    let root = testkit::package_path("")
         .join("tests/golden")
         .join(case)
         .join("bundle");
