@@ -403,6 +403,8 @@ impl Context {
 mod tests {
     use super::*;
 
+    use rukpak_api::{BundleStatus, RevisionOutcome};
+
     #[test]
     fn a_bundle_just_created_counts_as_there_until_the_store_shows_it_or_time_passes() {
         let created = RecentlyCreated::default();
@@ -420,7 +422,6 @@ mod tests {
         created.record("d-1".to_owned(), now + CREATE_SETTLES_WITHIN);
         assert_eq!(created.lock().len(), 1);
     }
-    use rukpak_api::{BundleStatus, RevisionOutcome};
 
     fn bundle(name: &str, revision: i64, outcome: Option<RevisionOutcome>) -> Bundle {
         serde_json::from_value(serde_json::json!({

@@ -785,16 +785,7 @@ impl Applier {
         report: &mut ApplyReport,
         which: impl Fn(&ObjectKey) -> bool,
     ) -> Result<(), ApplyError> {
-        let previous: Vec<ObjectKey> = request
-            .previous_inventory
-            .iter()
-            .map(ObjectKey::from)
-            .filter(|key| !report.pruned.contains(key))
-            .collect();
-        let stale: Vec<ObjectKey> = stale(&previous, applied)
-            .into_iter()
-            .filter(|key| which(key))
-            .collect();
+        let stale = stale_where(request, applied, &report.pruned, which);
         if !stale.is_empty() {
             self.report(ApplyStep::Pruning {
                 objects: stale.len(),
@@ -1316,14 +1307,30 @@ impl Plan {
 /// Whether applying `applied` over `request`'s previous inventory removes webhook
 /// configurations (or other admission objects) before the rest is written. Pure.
 fn admission_prunes(request: &ApplyRequest, applied: &[ObjectKey]) -> bool {
+    !stale_where(request, applied, &[], |key| {
+        phase_of(key) == Phase::Admission
+    })
+    .is_empty()
+}
+
+/// What `request`'s previous inventory has and `applied` does not (see [`stale`]), leaving
+/// out what was already pruned, of the objects `which` selects. Pure.
+fn stale_where(
+    request: &ApplyRequest,
+    applied: &[ObjectKey],
+    pruned: &[ObjectKey],
+    which: impl Fn(&ObjectKey) -> bool,
+) -> Vec<ObjectKey> {
     let previous: Vec<ObjectKey> = request
         .previous_inventory
         .iter()
         .map(ObjectKey::from)
+        .filter(|key| !pruned.contains(key))
         .collect();
     stale(&previous, applied)
-        .iter()
-        .any(|key| phase_of(key) == Phase::Admission)
+        .into_iter()
+        .filter(|key| which(key))
+        .collect()
 }
 
 /// The first object of `rest` that the phased writes write: phase by phase, in apply
