@@ -260,14 +260,12 @@ async fn unpack_inner(
     options: &UnpackOptions,
 ) -> Result<Unpacked, ImageError> {
     let name = source.reference.clone();
-    let reference: Reference =
-        source
-            .reference
-            .parse()
-            .map_err(|err: oci_client::ParseError| ImageError::InvalidReference {
-                reference: name.clone(),
-                reason: err.to_string(),
-            })?;
+    let reference: Reference = super::reference::parse(&source.reference).map_err(|reason| {
+        ImageError::InvalidReference {
+            reference: name.clone(),
+            reason,
+        }
+    })?;
     let directory = match &source.directory {
         Some(dir) => paths::clean_str(dir).map_err(|problem| ImageError::InvalidDirectory {
             reference: name.clone(),

@@ -21,6 +21,7 @@ pub mod egress;
 pub mod git;
 pub mod http;
 pub mod image;
+pub mod reference;
 pub mod tls;
 
 pub use configmap::{ConfigMapError, ConfigMapSource};
