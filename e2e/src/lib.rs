@@ -149,6 +149,89 @@ pub async fn failing_http_server() -> (String, std::sync::Arc<std::sync::atomic:
     (format!("http://{address}"), hits)
 }
 
+/// An HTTP server on loopback that accepts connections, reads the request and never
+/// answers, keeping every connection open: a source that hangs until the client gives up.
+/// Returns its base URL and how many connections it has accepted.
+pub async fn silent_http_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                // Read until the client closes; answer nothing.
+                while matches!(socket.read(&mut buffer).await, Ok(n) if n > 0) {}
+            });
+        }
+    });
+    (format!("http://{address}"), accepted)
+}
+
+/// Installs a plain bundle of 4 ConfigMaps from an immutable ConfigMap source and returns
+/// how long until its BundleDeployment is Installed.
+pub async fn install_healthy(client: &kube::Client, stack: &Stack) -> Duration {
+    let name = testkit::unique_name("healthy");
+    let namespace = testkit::unique_name("fair");
+    let mut manifests = serde_json::Map::new();
+    manifests.insert(
+        "00-namespace.yaml".into(),
+        serde_json::json!(format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"
+        )),
+    );
+    for i in 0..3 {
+        manifests.insert(
+            format!("cm-{i}.yaml"),
+            serde_json::json!(format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: {namespace}\ndata:\n  key: value\n"
+            )),
+        );
+    }
+    let source: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name }, "immutable": true, "data": manifests
+    }))
+    .unwrap();
+    kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+        client.clone(),
+        &stack.rukpak_namespace,
+    )
+    .create(&kube::api::PostParams::default(), &source)
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    let bd = plain_deployment(
+        stack,
+        &name,
+        serde_json::json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": name }, "path": "manifests" }] }),
+    );
+    let api: kube::Api<rukpak_api::BundleDeployment> = kube::Api::all(client.clone());
+    api.create(&kube::api::PostParams::default(), &bd)
+        .await
+        .unwrap();
+    testkit::wait_for(
+        &format!("{name} Installed"),
+        Duration::from_secs(180),
+        || async {
+            let bd = api.get(&name).await.map_err(|e| e.to_string())?;
+            let installed = bd.status.as_ref().and_then(|s| {
+                s.conditions
+                    .iter()
+                    .find(|c| c.type_ == "Installed" && c.status == "True")
+            });
+            installed
+                .map(|_| ())
+                .ok_or_else(|| format!("{:?}", bd.status))
+        },
+    )
+    .await;
+    started.elapsed()
+}
+
 /// A plain BundleDeployment of `source` carrying the stack's labels (on its Bundle too, so
 /// the stack's rukpak-core sees that).
 pub fn plain_deployment(

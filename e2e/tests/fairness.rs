@@ -10,9 +10,8 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use kube::{Api, Client};
 use rukpak_api::BundleDeployment;
 use serde_json::json;
 use testkit::stack::{Component, Stack};
@@ -20,68 +19,13 @@ use testkit::{unique_name, wait_for};
 
 const FAILING: usize = 20;
 
-/// Installs a plain bundle of 4 ConfigMaps from an immutable ConfigMap source and returns
-/// how long until its BundleDeployment is Installed.
-async fn install_healthy(client: &Client, stack: &Stack) -> Duration {
-    let name = unique_name("healthy");
-    let namespace = unique_name("fair");
-    let mut manifests = serde_json::Map::new();
-    manifests.insert(
-        "00-namespace.yaml".into(),
-        json!(format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"
-        )),
-    );
-    for i in 0..3 {
-        manifests.insert(
-            format!("cm-{i}.yaml"),
-            json!(format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: {namespace}\ndata:\n  key: value\n"
-            )),
-        );
-    }
-    let source: ConfigMap = serde_json::from_value(json!({
-        "metadata": { "name": name }, "immutable": true, "data": manifests
-    }))
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), &stack.rukpak_namespace)
-        .create(&PostParams::default(), &source)
-        .await
-        .unwrap();
-    let started = Instant::now();
-    let bd = e2e::plain_deployment(
-        stack,
-        &name,
-        json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": name }, "path": "manifests" }] }),
-    );
-    let api: Api<BundleDeployment> = Api::all(client.clone());
-    api.create(&PostParams::default(), &bd).await.unwrap();
-    wait_for(
-        &format!("{name} Installed"),
-        Duration::from_secs(180),
-        || async {
-            let bd = api.get(&name).await.map_err(|e| e.to_string())?;
-            let installed = bd.status.as_ref().and_then(|s| {
-                s.conditions
-                    .iter()
-                    .find(|c| c.type_ == "Installed" && c.status == "True")
-            });
-            installed
-                .map(|_| ())
-                .ok_or_else(|| format!("{:?}", bd.status))
-        },
-    )
-    .await;
-    started.elapsed()
-}
-
 #[tokio::test]
 async fn failing_bundle_deployments_do_not_slow_down_a_healthy_install() {
     let stack = Stack::shared(&[Component::RukpakCore, Component::PlainProvisioner]).await;
     let client = testkit::client().await;
     // Warm up (first discovery, first content write), then the quiet baseline.
-    install_healthy(&client, stack).await;
-    let quiet = install_healthy(&client, stack).await;
+    e2e::install_healthy(&client, stack).await;
+    let quiet = e2e::install_healthy(&client, stack).await;
 
     let (base, hits) = e2e::failing_http_server().await;
     let api: Api<BundleDeployment> = Api::all(client.clone());
@@ -112,7 +56,7 @@ async fn failing_bundle_deployments_do_not_slow_down_a_healthy_install() {
 
     let before = hits.load(Ordering::SeqCst);
     let window = Instant::now();
-    let loaded = install_healthy(&client, stack).await;
+    let loaded = e2e::install_healthy(&client, stack).await;
     tokio::time::sleep(Duration::from_secs(10).saturating_sub(window.elapsed())).await;
     let fetches = hits.load(Ordering::SeqCst) - before;
     let per_second = fetches as f64 / window.elapsed().as_secs_f64();

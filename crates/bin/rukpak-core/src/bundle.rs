@@ -25,6 +25,7 @@ use kit::conditions::{ConditionUpdate, set_condition, status};
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
 
+use crate::slots::{DEFAULT_SLOT_HOLD, UnpackSlots};
 use crate::sources::{self, Prepared, SourceError};
 use crate::{UPLOADED_DIGEST_ANNOTATION, error_chain};
 
@@ -95,8 +96,8 @@ pub struct Context {
     backoff: Backoff,
     selector: Option<String>,
     sweep_interval: Duration,
-    /// Bundles reconciled (unpacked) at once; 0: no limit.
-    concurrency: u16,
+    /// How many unpacks run at once (see [`crate::slots`]).
+    slots: UnpackSlots,
 }
 
 impl Context {
@@ -121,14 +122,14 @@ impl Context {
             unpacks,
             backoff: Backoff::default(),
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
-            concurrency: DEFAULT_CONCURRENT_UNPACKS,
+            slots: UnpackSlots::new(DEFAULT_CONCURRENT_UNPACKS, DEFAULT_SLOT_HOLD),
         }
     }
 
-    /// Unpacks at most `concurrency` Bundles at once (0: no limit) instead of
-    /// [`DEFAULT_CONCURRENT_UNPACKS`].
-    pub fn with_concurrency(mut self, concurrency: u16) -> Self {
-        self.concurrency = concurrency;
+    /// Unpacks at most `limit` Bundles at once (0: no limit) instead of
+    /// [`DEFAULT_CONCURRENT_UNPACKS`]; an unpack counts for at most [`DEFAULT_SLOT_HOLD`].
+    pub fn with_concurrent_unpacks(mut self, limit: u16) -> Self {
+        self.slots = UnpackSlots::new(limit, DEFAULT_SLOT_HOLD);
         self
     }
 
@@ -142,7 +143,9 @@ impl Context {
 
 /// Bundles unpacked at once by default. Each unpack holds its buffers and up to 8 MiB of
 /// small files; more at once than the cores can work on only adds to the peak memory (200
-/// Bundles created together were all unpacked at once before this limit).
+/// Bundles created together were all unpacked at once before this limit). An unpack that
+/// takes longer than [`DEFAULT_SLOT_HOLD`] stops counting, so sources that never answer
+/// cannot hold up the others (see [`crate::slots`]).
 pub const DEFAULT_CONCURRENT_UNPACKS: u16 = 4;
 
 /// How often content no Bundle references is swept (marked, then deleted a pass later).
@@ -251,7 +254,6 @@ pub async fn run(
             .touched_objects(),
             config_maps,
         )
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown.clone().cancelled_owned());
     let sweep = ctx.store.sweep_every(
         BUNDLE_USER,
@@ -544,11 +546,20 @@ async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
             }
         }
         Prepared::Fetch(fetch) => {
-            let unpacked = match ctx.unpacker.unpack(&fetch).await {
-                Ok(unpacked) => unpacked,
+            // Fetching, normalising and storing hold the memory; the slot covers all three.
+            let fetched = ctx
+                .slots
+                .run(async {
+                    let unpacked = ctx.unpacker.unpack(&fetch).await?;
+                    let stored = ctx.store.write(&unpacked.content, BUNDLE_USER).await;
+                    Ok::<_, content::Error>((unpacked, stored))
+                })
+                .await;
+            let (unpacked, stored) = match fetched {
+                Ok(both) => both,
                 Err(err) => return failed(error_chain(&err), err.is_terminal(), "unpack_failed"),
             };
-            match ctx.store.write(&unpacked.content, BUNDLE_USER).await {
+            match stored {
                 Ok(stored) => Attempt::Unpacked {
                     content: ContentRef {
                         digest: stored.digest.to_string(),

@@ -11,6 +11,7 @@
 
 pub mod bundle;
 pub mod revisions;
+pub mod slots;
 pub mod sources;
 pub mod templating;
 pub mod upload;

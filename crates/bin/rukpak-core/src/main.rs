@@ -227,7 +227,7 @@ async fn run(
                     selector.clone(),
                 )
                 .with_sweep_interval(sweep_interval)
-                .with_concurrency(concurrent_unpacks),
+                .with_concurrent_unpacks(concurrent_unpacks),
             );
             let deployments = Arc::new(templating::Context::new(client, reconciles, selector));
             tokio::join!(
