@@ -384,32 +384,18 @@ async fn unpack(bundle: &Bundle, ctx: &Context) -> Result<(&'static str, Action)
         current.phase,
         Some(BundlePhase::Unpacking | BundlePhase::Failing)
     ) && bundle.spec.source.type_ != rukpak_api::SourceType::Upload;
-    let started = Instant::now();
-    let running = attempt(bundle, ctx);
-    tokio::pin!(running);
-    let attempt = tokio::select! {
-        biased;
-        done = &mut running => done,
-        () = tokio::time::sleep(SHOW_UNPACKING_AFTER), if announce_unpacking => {
-            let mut unpacking = current.clone();
-            unpacking.phase = Some(BundlePhase::Unpacking);
-            unpacking.observed_generation = generation;
-            set_condition(
-                &mut unpacking.conditions,
-                ConditionUpdate {
-                    type_: TYPE_UNPACKED,
-                    status: status::FALSE,
-                    reason: reasons::UNPACKING,
-                    message: "Unpacking the bundle content",
-                },
-                generation,
-                &kit::conditions::now(),
-            );
-            write_status(ctx, &name, &unpacking).await?;
-            live = unpacking;
-            running.await
-        }
-    };
+    // The whole attempt runs in an unpack slot (see crate::slots): a Bundle waiting for
+    // one holds nothing yet, not even its source, and its wait is neither timed as
+    // unpacking nor announced as such.
+    let (attempt, started) = ctx
+        .slots
+        .run(attempt_announced(
+            bundle,
+            ctx,
+            announce_unpacking,
+            &mut live,
+        ))
+        .await?;
     let mut next = live.clone();
     next.observed_generation = generation;
     let now = kit::conditions::now();
@@ -497,6 +483,44 @@ async fn unpack(bundle: &Bundle, ctx: &Context) -> Result<(&'static str, Action)
     Ok((label, action))
 }
 
+/// [`attempt`], writing the `Unpacking` status (into `live` too) when `announce` and it
+/// takes longer than [`SHOW_UNPACKING_AFTER`]; returns when it started.
+async fn attempt_announced(
+    bundle: &Bundle,
+    ctx: &Context,
+    announce: bool,
+    live: &mut BundleStatus,
+) -> Result<(Attempt, Instant), Error> {
+    let started = Instant::now();
+    let running = attempt(bundle, ctx);
+    tokio::pin!(running);
+    let attempt = tokio::select! {
+        biased;
+        done = &mut running => done,
+        () = tokio::time::sleep(SHOW_UNPACKING_AFTER), if announce => {
+            let generation = bundle.meta().generation;
+            let mut unpacking = live.clone();
+            unpacking.phase = Some(BundlePhase::Unpacking);
+            unpacking.observed_generation = generation;
+            set_condition(
+                &mut unpacking.conditions,
+                ConditionUpdate {
+                    type_: TYPE_UNPACKED,
+                    status: status::FALSE,
+                    reason: reasons::UNPACKING,
+                    message: "Unpacking the bundle content",
+                },
+                generation,
+                &kit::conditions::now(),
+            );
+            write_status(ctx, &bundle.name_any(), &unpacking).await?;
+            *live = unpacking;
+            running.await
+        }
+    };
+    Ok((attempt, started))
+}
+
 async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
     let source = source_label(bundle);
     let failed = |message: String, terminal: bool, reason: &'static str| Attempt::Failed {
@@ -546,20 +570,11 @@ async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
             }
         }
         Prepared::Fetch(fetch) => {
-            // Fetching, normalising and storing hold the memory; the slot covers all three.
-            let fetched = ctx
-                .slots
-                .run(async {
-                    let unpacked = ctx.unpacker.unpack(&fetch).await?;
-                    let stored = ctx.store.write(&unpacked.content, BUNDLE_USER).await;
-                    Ok::<_, content::Error>((unpacked, stored))
-                })
-                .await;
-            let (unpacked, stored) = match fetched {
-                Ok(both) => both,
+            let unpacked = match ctx.unpacker.unpack(&fetch).await {
+                Ok(unpacked) => unpacked,
                 Err(err) => return failed(error_chain(&err), err.is_terminal(), "unpack_failed"),
             };
-            match stored {
+            match ctx.store.write(&unpacked.content, BUNDLE_USER).await {
                 Ok(stored) => Attempt::Unpacked {
                     content: ContentRef {
                         digest: stored.digest.to_string(),
