@@ -126,50 +126,46 @@ async fn local() -> Env {
 /// A loopback http server that answers 404 to every request, and the number of requests it
 /// has had: a source that keeps failing, for tests of retries and fairness.
 pub async fn failing_http_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    loopback_http_server(true).await
+}
+
+/// A loopback HTTP server that accepts connections, reads the request and never answers,
+/// keeping every connection open (a source that hangs until the client gives up), and the
+/// number of connections it has accepted.
+pub async fn silent_http_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    loopback_http_server(false).await
+}
+
+/// A loopback server that answers each connection's request with a 404 when `answer`, or
+/// reads until the client closes and says nothing; its base URL and a connection count.
+async fn loopback_http_server(
+    answer: bool,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::Ordering;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = hits.clone();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = connections.clone();
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             counter.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let mut buffer = [0u8; 4096];
-                let _ = socket.read(&mut buffer).await;
-                let _ = socket
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    )
-                    .await;
+                if answer {
+                    let _ = socket.read(&mut buffer).await;
+                    let _ = socket
+                        .write_all(
+                            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                } else {
+                    while matches!(socket.read(&mut buffer).await, Ok(n) if n > 0) {}
+                }
             });
         }
     });
-    (format!("http://{address}"), hits)
-}
-
-/// An HTTP server on loopback that accepts connections, reads the request and never
-/// answers, keeping every connection open: a source that hangs until the client gives up.
-/// Returns its base URL and how many connections it has accepted.
-pub async fn silent_http_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::sync::atomic::Ordering;
-    use tokio::io::AsyncReadExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = accepted.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut buffer = [0u8; 4096];
-                // Read until the client closes; answer nothing.
-                while matches!(socket.read(&mut buffer).await, Ok(n) if n > 0) {}
-            });
-        }
-    });
-    (format!("http://{address}"), accepted)
+    (format!("http://{address}"), connections)
 }
 
 /// Installs a plain bundle of 4 ConfigMaps from an immutable ConfigMap source and returns

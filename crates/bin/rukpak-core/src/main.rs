@@ -72,7 +72,9 @@ enum Command {
         /// marks it, a later pass deletes what is still unreferenced (e.g. `10m`).
         #[arg(long, env = "CONTENT_SWEEP_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
         content_sweep_interval: std::time::Duration,
-        /// At most this many Bundles are unpacked at once (0: no limit).
+        /// At most this many Bundles are unpacked at once (0: no limit). An unpack counts
+        /// for at most 10 s and nothing waits longer than 10 s for a place, so sources that
+        /// never answer cannot hold up other Bundles.
         #[arg(long, env = "MAX_CONCURRENT_UNPACKS", default_value_t = bundle::DEFAULT_CONCURRENT_UNPACKS)]
         max_concurrent_unpacks: u16,
     },

@@ -92,50 +92,37 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_secs(3));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn unpacks_that_never_end_hold_their_slots_only_for_the_hold() {
+    /// How long an unpack queued behind `stuck` never-ending ones waits to start, on 2
+    /// slots held for at most 10 s.
+    async fn waited_behind(stuck: usize) -> Duration {
         let slots = UnpackSlots::new(2, Duration::from_secs(10));
         let start = Instant::now();
-        let stuck = futures::future::join(
-            slots.run(std::future::pending::<()>()),
-            slots.run(std::future::pending::<()>()),
-        );
+        let stuck =
+            futures::future::join_all((0..stuck).map(|_| slots.run(std::future::pending::<()>())));
         let healthy = async {
-            // Queued behind the two stuck ones.
+            // Queued behind the stuck ones.
             tokio::task::yield_now().await;
             slots.run(async { start.elapsed() }).await
         };
-        let waited = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::time::timeout(Duration::from_secs(60), async {
             tokio::select! {
                 _ = stuck => unreachable!("pending work never ends"),
                 waited = healthy => waited,
             }
         })
         .await
-        .expect("the healthy unpack waited for the stuck ones to end");
-        assert_eq!(waited, Duration::from_secs(10));
+        .expect("the healthy unpack waited for the stuck ones to end")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unpacks_that_never_end_hold_their_slots_only_for_the_hold() {
+        assert_eq!(waited_behind(2).await, Duration::from_secs(10));
     }
 
     #[tokio::test(start_paused = true)]
     async fn nothing_waits_longer_than_the_hold_however_many_never_end() {
-        let slots = UnpackSlots::new(2, Duration::from_secs(10));
-        let start = Instant::now();
-        let stuck =
-            futures::future::join_all((0..8).map(|_| slots.run(std::future::pending::<()>())));
-        let healthy = async {
-            tokio::task::yield_now().await;
-            slots.run(async { start.elapsed() }).await
-        };
-        let waited = tokio::time::timeout(Duration::from_secs(60), async {
-            tokio::select! {
-                _ = stuck => unreachable!("pending work never ends"),
-                waited = healthy => waited,
-            }
-        })
-        .await
-        .expect("the healthy unpack waited for the stuck ones to end");
         // Not one hold per two stuck unpacks ahead of it: one hold at most.
-        assert_eq!(waited, Duration::from_secs(10));
+        assert_eq!(waited_behind(8).await, Duration::from_secs(10));
     }
 
     #[tokio::test(start_paused = true)]
