@@ -21,11 +21,11 @@
 
 use std::future::Future;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Client;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
 
 use crate::metrics::ReconcileMetrics;
 use crate::retry::{Backoff, Classify};
@@ -155,13 +155,7 @@ pub fn changed_conditions<'a>(
 
 /// The Event recorder of `controller` (the Events' reporting controller).
 pub fn recorder(client: Client, controller: &str) -> Recorder {
-    Recorder::new(
-        client,
-        Reporter {
-            controller: controller.to_owned(),
-            instance: None,
-        },
-    )
+    Recorder::new(client, controller)
 }
 
 #[cfg(test)]

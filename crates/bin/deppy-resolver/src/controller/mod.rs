@@ -16,7 +16,7 @@ use std::time::Duration;
 use fbc::CatalogIndex;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::Recorder;
+use kit::events::Recorder;
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
