@@ -135,6 +135,16 @@ impl SegmentWriter {
         }
     }
 
+    /// Starts a new segment at `offset` with the same compressor: a fresh one allocates
+    /// and zeroes a few hundred KiB again, once per large file.
+    pub(crate) fn restart(&mut self, offset: u64) {
+        self.deflater.compress.reset();
+        self.deflating = false;
+        self.crc = Crc::new();
+        self.offset = offset;
+        self.written = 0;
+    }
+
     /// Compresses one chunk (every chunk but the last must be [`FEED`] bytes).
     pub(crate) fn push(&mut self, chunk: &[u8], out: &mut impl Write) -> io::Result<()> {
         self.crc.update(chunk);
@@ -167,7 +177,7 @@ impl SegmentWriter {
     }
 
     /// Ends the segment on a byte boundary with an empty dictionary.
-    pub(crate) fn finish(mut self, out: &mut impl Write) -> io::Result<Segment> {
+    pub(crate) fn finish(&mut self, out: &mut impl Write) -> io::Result<Segment> {
         if self.deflating || self.written == 0 {
             let mut counted = CountingRef {
                 inner: out,
@@ -178,7 +188,7 @@ impl SegmentWriter {
         Ok(Segment {
             offset: self.offset,
             len: self.written,
-            crc: self.crc,
+            crc: std::mem::replace(&mut self.crc, Crc::new()),
         })
     }
 }
@@ -538,6 +548,40 @@ mod tests {
         assert_eq!(&out[..5], &[0, 0xff, 0xff, 0, 0]);
         assert_eq!(&out[5..5 + 0xffff], &chunk[..0xffff]);
         assert_eq!(&out[5 + 0xffff..10 + 0xffff], &[0, 1, 0, 0xfe, 0xff]);
+    }
+
+    #[test]
+    fn a_restarted_segment_writer_writes_what_a_fresh_one_does() {
+        let text = b"kind: ConfigMap\ndata: {a: b}\n".repeat(5000);
+        let files = [text.clone(), random(FEED + 7, 8), text];
+        let segments = |reuse: bool| {
+            let mut out = Vec::new();
+            let mut found = Vec::new();
+            let mut writer = SegmentWriter::new(0);
+            for file in &files {
+                if reuse {
+                    writer.restart(out.len() as u64);
+                } else {
+                    writer = SegmentWriter::new(out.len() as u64);
+                }
+                for chunk in file.chunks(FEED) {
+                    writer.push(chunk, &mut out).unwrap();
+                }
+                let segment = writer.finish(&mut out).unwrap();
+                found.push((
+                    segment.offset,
+                    segment.len,
+                    segment.crc.sum(),
+                    segment.crc.amount(),
+                ));
+            }
+            (out, found)
+        };
+        let (fresh, fresh_segments) = segments(false);
+        let (reused, reused_segments) = segments(true);
+        assert_eq!(reused_segments, fresh_segments);
+        assert!(reused == fresh, "the archive bytes differ");
+        assert_eq!(fresh_segments.len(), 3);
     }
 
     #[test]

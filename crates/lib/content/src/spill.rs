@@ -298,18 +298,20 @@ fn compress_segments(file: File, jobs: Receiver<Job>) -> io::Result<(File, Vec<S
         written: 0,
     };
     let mut segments = Vec::new();
-    let mut current: Option<SegmentWriter> = None;
+    // One writer for every segment, restarted at each file's first chunk.
+    let mut writer: Option<SegmentWriter> = None;
+    let mut open = false;
     for job in jobs {
+        let current = writer.get_or_insert_with(|| SegmentWriter::new(out.written));
+        if !open {
+            current.restart(out.written);
+            open = true;
+        }
         match job {
-            Job::Data(chunk) => {
-                let writer = current.get_or_insert_with(|| SegmentWriter::new(out.written));
-                writer.push(&chunk, &mut out)?;
-            }
+            Job::Data(chunk) => current.push(&chunk, &mut out)?,
             Job::End => {
-                let writer = current
-                    .take()
-                    .unwrap_or_else(|| SegmentWriter::new(out.written));
-                segments.push(writer.finish(&mut out)?);
+                segments.push(current.finish(&mut out)?);
+                open = false;
             }
         }
     }
