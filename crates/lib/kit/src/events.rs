@@ -9,7 +9,7 @@
 //! what is remembered of it is its name and count, and the table is swept and shrunk.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,9 @@ pub struct Event {
 pub struct Recorder {
     client: Client,
     controller: String,
+    /// Randomly keyed per process, so that nobody who can choose a note's text can craft
+    /// two Events with the same key.
+    keys: Arc<[RandomState; 2]>,
     recent: Arc<Mutex<Recent>>,
 }
 
@@ -70,6 +73,7 @@ impl Recorder {
         Self {
             client,
             controller: controller.to_owned(),
+            keys: Arc::new([RandomState::new(), RandomState::new()]),
             recent: Arc::default(),
         }
     }
@@ -82,7 +86,7 @@ impl Recorder {
         event: &Event,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
-        let key = event_key(&self.controller, event, regarding);
+        let key = event_key(&self.keys, &self.controller, event, regarding);
         let namespace = regarding.namespace.as_deref().unwrap_or("default");
         let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
         let repeat = self.lock().repeat(key, Instant::now());
@@ -146,13 +150,17 @@ impl Recorder {
     }
 }
 
-/// 128 bits standing for everything that makes two Events the same one: two hashes with
-/// different seeds, so a collision (which would fold two different Events) is out of reach
-/// for the few thousand remembered at once, while an entry stays a few dozen bytes.
-fn event_key(controller: &str, event: &Event, regarding: &ObjectReference) -> u128 {
-    let half = |seed: u8| {
-        let mut hasher = DefaultHasher::new();
-        seed.hash(&mut hasher);
+/// 128 bits standing for everything that makes two Events the same one: two hashes under
+/// independent random keys, so a collision (which would fold two different Events) is out
+/// of reach for the few thousand remembered at once, while an entry stays a few dozen bytes.
+fn event_key(
+    keys: &[RandomState; 2],
+    controller: &str,
+    event: &Event,
+    regarding: &ObjectReference,
+) -> u128 {
+    let half = |state: &RandomState| {
+        let mut hasher = state.build_hasher();
         controller.hash(&mut hasher);
         event.warning.hash(&mut hasher);
         event.reason.hash(&mut hasher);
@@ -165,7 +173,7 @@ fn event_key(controller: &str, event: &Event, regarding: &ObjectReference) -> u1
         regarding.uid.hash(&mut hasher);
         hasher.finish()
     };
-    (u128::from(half(1)) << 64) | u128::from(half(2))
+    (u128::from(half(&keys[0])) << 64) | u128::from(half(&keys[1]))
 }
 
 /// A remembered Event to count up.
@@ -314,7 +322,8 @@ mod tests {
 
     #[test]
     fn only_the_same_note_about_the_same_object_is_a_repeat() {
-        let key = |note: &str, name: &str| event_key("c", &event(note), &regarding(name));
+        let keys = [RandomState::new(), RandomState::new()];
+        let key = |note: &str, name: &str| event_key(&keys, "c", &event(note), &regarding(name));
         assert_eq!(key("refused", "a"), key("refused", "a"));
         // kube-runtime's recorder took these for repeats and kept the first note.
         assert_ne!(key("refused", "a"), key("not found", "a"));
@@ -322,11 +331,11 @@ mod tests {
         let mut normal = event("refused");
         normal.warning = false;
         assert_ne!(
-            event_key("c", &normal, &regarding("a")),
+            event_key(&keys, "c", &normal, &regarding("a")),
             key("refused", "a")
         );
         assert_ne!(
-            event_key("d", &event("refused"), &regarding("a")),
+            event_key(&keys, "d", &event("refused"), &regarding("a")),
             key("refused", "a")
         );
     }

@@ -21,7 +21,7 @@ fn failed(note: &str) -> Event {
     }
 }
 
-/// The Events about `regarding`, oldest first, as (note, series count).
+/// The Events about `regarding`, oldest first.
 async fn events_about(api: &Api<K8sEvent>, regarding: &ObjectReference) -> Vec<K8sEvent> {
     let mut events: Vec<K8sEvent> = api
         .list(&ListParams::default())
