@@ -13,7 +13,7 @@ use std::time::Duration;
 use deppy_api::ActiveResolution;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use platform_api::{
     ClusterOperator, ClusterOperatorStatusCondition, ClusterVersion, PlatformOperator,
@@ -190,8 +190,12 @@ async fn delete_and_wait_gone(fixture: &Stack, client: &Client, name: &str) {
     api.delete(name, &DeleteParams::background()).await.unwrap();
     let resolutions = Api::<ActiveResolution>::all(client.clone());
     let deployments = Api::<BundleDeployment>::all(client.clone());
+    // The nested package BundleDeployments too: they carry finalizers this stack's
+    // provisioners remove, and one left deleting after the stack stops keeps its operator's
+    // objects, which the next test binary's installs of the same operator collide with.
+    let children = ListParams::default().labels(&format!("deppy.io/resolution={name}"));
     wait_for(
-        &format!("PlatformOperator {name}, its ActiveResolution and wrapper to be gone"),
+        &format!("PlatformOperator {name}, its ActiveResolution, wrapper and packages to be gone"),
         REMOVE_TIMEOUT,
         || async {
             let left = (
@@ -209,11 +213,20 @@ async fn delete_and_wait_gone(fixture: &Stack, client: &Client, name: &str) {
                     .await
                     .map_err(|e| e.to_string())?
                     .is_some(),
+                deployments
+                    .list(&children)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .items
+                    .len(),
             );
-            if left == (false, false, false) {
+            if left == (false, false, false, 0) {
                 Ok(())
             } else {
-                Err(format!("left (po, ar, bd): {left:?}{}", logs(fixture)))
+                Err(format!(
+                    "left (po, ar, bd, package bds): {left:?}{}",
+                    logs(fixture)
+                ))
             }
         },
     )
