@@ -690,7 +690,7 @@ impl Applier {
                 })
                 .flatten();
             if let Some(cached) = cached {
-                live.insert(item.key.clone(), DynamicObject::clone(&cached));
+                live.insert(item.key.clone(), cached);
                 continue;
             }
             let api = self.api(&item.resource, item.key.namespace.as_deref());
@@ -1412,7 +1412,7 @@ pub(crate) async fn observe(
     if let Some(cached) =
         watches.and_then(|w| w.cached(resource, key.namespace.as_deref(), &key.name))
     {
-        return Ok(Some(DynamicObject::clone(&cached)));
+        return Ok(Some(cached));
     }
     let api: Api<DynamicObject> = match &key.namespace {
         Some(ns) => Api::namespaced_with(observer.clone(), ns, resource),
