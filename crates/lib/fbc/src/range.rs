@@ -5,8 +5,11 @@
 //! their union. Every comparator is expanded at parse time into primitive bounds, so matching
 //! is a flat scan.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use semver::{BuildMetadata, Prerelease, Version};
 
@@ -70,11 +73,28 @@ pub enum RangeError {
 /// and `!=*` match nothing; blang rejects the `v` prefix, `^`, `~`, commas and hyphen ranges,
 /// which are accepted here whatever the policy. An empty range is an error: callers model "no
 /// range" as `Option::None`.
+///
+/// Cloning is cheap (the parsed range is shared), and ranges parsed from the same text on
+/// the same thread are one allocation: a catalog repeats a handful of range texts (`>=1.0.0`,
+/// a `skipRange` per channel entry) across tens of thousands of bundles.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionRange {
-    text: String,
+pub struct VersionRange(Arc<Parsed>);
+
+#[derive(Debug, PartialEq, Eq)]
+struct Parsed {
+    text: Box<str>,
     policy: PrereleasePolicy,
-    alternatives: Vec<Alternative>,
+    alternatives: Box<[Alternative]>,
+}
+
+/// At most this many distinct range texts are remembered per thread and policy; the table is
+/// emptied when full, which only costs the sharing of what came before.
+const MAX_REMEMBERED_RANGES: usize = 4096;
+
+thread_local! {
+    /// Ranges parsed on this thread, by policy and text. Only memory depends on it: a range
+    /// found here is exactly what parsing its text again would give.
+    static PARSED: RefCell<[HashMap<Box<str>, VersionRange>; 2]> = RefCell::default();
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,33 +144,51 @@ struct Partial {
 impl VersionRange {
     /// Parses `text` (see the type docs for the syntax) with the given pre-release policy.
     pub fn parse(text: &str, policy: PrereleasePolicy) -> Result<Self, RangeError> {
-        let mut alternatives = Vec::new();
-        for group in text.split("||") {
-            alternatives.push(parse_alternative(text, group, policy)?);
+        let slot = match policy {
+            PrereleasePolicy::Ordered => 0,
+            PrereleasePolicy::OptIn => 1,
+        };
+        let known = PARSED.with(|parsed| parsed.borrow()[slot].get(text).cloned());
+        if let Some(range) = known {
+            return Ok(range);
         }
-        // Catalogs hold one range per dependency of every bundle: keep no spare capacity.
-        alternatives.shrink_to_fit();
-        Ok(Self {
-            text: text.to_owned(),
+        let range = Self::parse_uncached(text, policy)?;
+        PARSED.with(|parsed| {
+            let table = &mut parsed.borrow_mut()[slot];
+            if table.len() >= MAX_REMEMBERED_RANGES {
+                *table = HashMap::new();
+            }
+            table.insert(text.into(), range.clone());
+        });
+        Ok(range)
+    }
+
+    fn parse_uncached(text: &str, policy: PrereleasePolicy) -> Result<Self, RangeError> {
+        let alternatives = text
+            .split("||")
+            .map(|group| parse_alternative(text, group, policy))
+            .collect::<Result<Box<[_]>, _>>()?;
+        Ok(Self(Arc::new(Parsed {
+            text: text.into(),
             policy,
             alternatives,
-        })
+        })))
     }
 
     /// The range as written.
     pub fn as_str(&self) -> &str {
-        &self.text
+        &self.0.text
     }
 
     /// The pre-release policy the range was parsed with.
     pub fn policy(&self) -> PrereleasePolicy {
-        self.policy
+        self.0.policy
     }
 
     /// Whether `version` lies in the range. Build metadata never affects the answer.
     pub fn matches(&self, version: &Version) -> bool {
-        self.alternatives.iter().any(|alt| {
-            let gated = self.policy == PrereleasePolicy::OptIn
+        self.0.alternatives.iter().any(|alt| {
+            let gated = self.0.policy == PrereleasePolicy::OptIn
                 && !version.pre.is_empty()
                 && !alt.names_prerelease;
             !gated && alt.bounds.iter().all(|bound| bound.matches(version))
@@ -160,7 +198,7 @@ impl VersionRange {
 
 impl fmt::Display for VersionRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(&self.0.text)
     }
 }
 
@@ -427,6 +465,38 @@ mod tests {
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_same_text_parsed_again_is_shared_and_means_the_same() {
+        let first = VersionRange::parse(">=1.0.0 <2.0.0", PrereleasePolicy::Ordered).unwrap();
+        let again = VersionRange::parse(">=1.0.0 <2.0.0", PrereleasePolicy::Ordered).unwrap();
+        assert!(Arc::ptr_eq(&first.0, &again.0));
+        let fresh =
+            VersionRange::parse_uncached(">=1.0.0 <2.0.0", PrereleasePolicy::Ordered).unwrap();
+        assert_eq!(first, fresh);
+        // The policy is part of what a text means: the other policy is another range.
+        let opt_in = VersionRange::parse(">=1.0.0 <2.0.0", PrereleasePolicy::OptIn).unwrap();
+        assert!(!Arc::ptr_eq(&first.0, &opt_in.0));
+        assert_eq!(opt_in.policy(), PrereleasePolicy::OptIn);
+        assert!(first.matches(&v("1.5.0-rc.1")));
+        assert!(!opt_in.matches(&v("1.5.0-rc.1")));
+        // A text that does not parse is refused every time, never remembered.
+        for _ in 0..2 {
+            assert!(VersionRange::parse(">=1.0.0 ||", PrereleasePolicy::Ordered).is_err());
+        }
+    }
+
+    #[test]
+    fn the_table_of_remembered_ranges_stays_bounded() {
+        for i in 0..MAX_REMEMBERED_RANGES + 10 {
+            let text = format!(">={i}.0.0");
+            let range = VersionRange::parse(&text, PrereleasePolicy::Ordered).unwrap();
+            assert_eq!(range.as_str(), text);
+            assert!(range.matches(&v(&format!("{i}.1.0"))));
+        }
+        let remembered = PARSED.with(|parsed| parsed.borrow()[0].len());
+        assert!(remembered <= MAX_REMEMBERED_RANGES, "{remembered}");
     }
 
     #[test]
