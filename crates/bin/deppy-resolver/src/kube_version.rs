@@ -84,7 +84,7 @@ pub(crate) enum Unfit<'a> {
 /// Whether `bundle` can run on a cluster at `cluster`, by the `minKubeVersion` of its
 /// `olm.csv.metadata` property; `None` when it can (or states no minimum).
 pub(crate) fn unfit(bundle: &fbc::Bundle, cluster: KubeVersion) -> Option<Unfit<'_>> {
-    let minimum = bundle.csv_metadata()?.min_kube_version.as_deref()?.trim();
+    let minimum = bundle.min_kube_version()?.trim();
     if minimum.is_empty() {
         return None;
     }

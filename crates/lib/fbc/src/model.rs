@@ -159,10 +159,20 @@ impl Bundle {
             .collect()
     }
 
-    /// The `olm.csv.metadata` property, if present.
+    /// The `olm.csv.metadata` property, if present and kept in full ([`crate::Detail::Full`]);
+    /// [`Bundle::min_kube_version`] reads what either detail keeps.
     pub fn csv_metadata(&self) -> Option<&CsvMetadata> {
         self.properties.iter().find_map(|p| match p {
             Property::CsvMetadata(m) => Some(m.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The `minKubeVersion` of the `olm.csv.metadata` property as written, if present.
+    pub fn min_kube_version(&self) -> Option<&str> {
+        self.properties.iter().find_map(|p| match p {
+            Property::CsvMetadata(m) => m.min_kube_version.as_deref(),
+            Property::CsvMinKubeVersion(v) => v.as_deref(),
             _ => None,
         })
     }

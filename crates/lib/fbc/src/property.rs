@@ -53,8 +53,12 @@ pub enum Property {
     Constraint(Constraint),
     /// `olm.maxOpenShiftVersion`, as written (catalogs use both strings and numbers).
     MaxOpenShiftVersion(String),
-    /// `olm.csv.metadata`.
+    /// `olm.csv.metadata`, in full ([`Detail::Full`]).
     CsvMetadata(Box<CsvMetadata>),
+    /// `olm.csv.metadata` as [`Detail::Resolution`] keeps it: only its `minKubeVersion`, the
+    /// one field resolution reads (a whole [`CsvMetadata`], empty but for that, is ~200 bytes
+    /// per bundle).
+    CsvMinKubeVersion(Option<Box<str>>),
     /// Any other type, kept verbatim.
     Other {
         /// The property's `type`.
@@ -80,7 +84,7 @@ impl Property {
             Property::GvkRequired(_) => TYPE_GVK_REQUIRED,
             Property::Constraint(_) => TYPE_CONSTRAINT,
             Property::MaxOpenShiftVersion(_) => TYPE_MAX_OPENSHIFT_VERSION,
-            Property::CsvMetadata(_) => TYPE_CSV_METADATA,
+            Property::CsvMetadata(_) | Property::CsvMinKubeVersion(_) => TYPE_CSV_METADATA,
             Property::Other { type_name, .. } => type_name,
             Property::Omitted { type_name } => type_name,
         }
@@ -306,14 +310,15 @@ impl<V: RawJson> RawProperty<'_, V> {
                 Value::Number(n) => n.to_string(),
                 _ => return Err(PropertyError::MaxOpenShiftVersion),
             }),
-            TYPE_CSV_METADATA => Property::CsvMetadata(Box::new(match detail {
-                Detail::Full => self.shape()?,
+            TYPE_CSV_METADATA => match detail {
+                Detail::Full => Property::CsvMetadata(Box::new(self.shape()?)),
                 // Checked in full either way, so that both details accept the same catalogs.
-                Detail::Resolution => CsvMetadata {
-                    min_kube_version: self.shape::<MinKubeVersion>()?.0,
-                    ..CsvMetadata::default()
-                },
-            })),
+                Detail::Resolution => Property::CsvMinKubeVersion(
+                    self.shape::<MinKubeVersion>()?
+                        .0
+                        .map(String::into_boxed_str),
+                ),
+            },
             _ => match detail {
                 Detail::Full => Property::Other {
                     type_name: type_name.to_owned(),

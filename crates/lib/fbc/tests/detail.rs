@@ -102,9 +102,22 @@ fn resolution_detail_drops_icons_descriptions_related_images_and_unread_values()
         full_bundle.csv_metadata().unwrap().display_name.as_deref(),
         Some("Prometheus Operator")
     );
-    let csv = lean_bundle.csv_metadata().unwrap();
-    assert_eq!(csv.display_name, None);
-    assert!(csv.annotations.is_empty() && csv.extra.is_empty() && csv.install_modes.is_empty());
+    // Of the CSV metadata, only what resolution reads is kept.
+    assert!(lean_bundle.csv_metadata().is_none());
+    assert_eq!(
+        lean_bundle.min_kube_version(),
+        full_bundle
+            .csv_metadata()
+            .unwrap()
+            .min_kube_version
+            .as_deref()
+    );
+    assert!(
+        lean_bundle
+            .properties
+            .iter()
+            .any(|p| matches!(p, Property::CsvMinKubeVersion(_)))
+    );
     // Unread property values go, their types stay, in the same places.
     let types = |b: &Bundle| -> Vec<String> {
         b.properties
@@ -142,11 +155,11 @@ fn min_kube_version_is_kept_and_inline_objects_are_still_seen() {
     let index = CatalogIndex::from_files_with(files, Detail::Resolution).unwrap();
     let bundle = index.bundle("foo", "foo.v1").unwrap();
     assert!(bundle.image.is_empty() && bundle.has_inline_objects());
-    assert_eq!(
-        bundle.csv_metadata().unwrap().min_kube_version.as_deref(),
-        Some("1.30.0")
+    assert_eq!(bundle.min_kube_version(), Some("1.30.0"));
+    assert!(
+        bundle.csv_metadata().is_none(),
+        "the description is not kept"
     );
-    assert_eq!(bundle.csv_metadata().unwrap().description, None);
     assert_eq!(bundle.max_openshift_version(), Some("4.15"));
     assert!(bundle.properties.iter().any(|p| matches!(p,
         Property::Omitted { type_name } if type_name == TYPE_BUNDLE_OBJECT)));
