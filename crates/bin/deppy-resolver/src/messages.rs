@@ -259,7 +259,19 @@ pub(crate) fn installed_unavailable(package: &str, version: &Version, broken: &[
 
 /// A bundle's dependency, as OLM phrases it: `bundle X requires an operator <predicate>`.
 pub(crate) fn bundle_requires(bundle: &Identifier, requirement: Requirement<'_>) -> String {
-    let mut out = format!("bundle {bundle} requires an operator ");
+    format!(
+        "{BUNDLE_REQUIRES_LEAD}{bundle}{}",
+        requires_phrase(requirement)
+    )
+}
+
+/// What [`bundle_requires`] puts before the bundle.
+pub(crate) const BUNDLE_REQUIRES_LEAD: &str = "bundle ";
+
+/// What [`bundle_requires`] puts after the bundle: the same for every bundle with this
+/// requirement.
+pub(crate) fn requires_phrase(requirement: Requirement<'_>) -> String {
+    let mut out = String::from(" requires an operator ");
     match requirement {
         Requirement::Package { name, range } => out.push_str(&package_phrase(name, range)),
         Requirement::Gvk(gvk) => out.push_str(&gvk_phrase(gvk)),

@@ -13,8 +13,9 @@
 //!   offers of different packages (within a package, package uniqueness already says so).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
-use deppy::{Constraint as Rule, Identifier, Identifiers, Variable};
+use deppy::{Constraint as Rule, Description, Identifier, Identifiers, Variable};
 use fbc::{Bundle, Gvk, VersionRange};
 
 use crate::candidates::{self, Offer, Ranked, preference};
@@ -59,7 +60,9 @@ struct Builder<'s, 'a> {
     positions: HashMap<(usize, *const Bundle, &'a str), usize>,
     /// Nodes whose dependencies are not yet built.
     pending: VecDeque<usize>,
-    shared: HashMap<Shared<'a>, Identifiers>,
+    /// Each shared requirement's candidates and the wording of its dependency after the
+    /// bundle's name (see [`Description::AboutSubject`]).
+    shared: HashMap<Shared<'a>, (Identifiers, Arc<str>)>,
 }
 
 /// Builds the problem for already checked, de-duplicated constraints.
@@ -239,14 +242,17 @@ impl<'a> Builder<'_, 'a> {
         let subject = self.nodes[position].id.clone();
         for requirement in requirement::requirements(bundle) {
             let rule = match self.requirement_candidates(requirement) {
-                Ok(ids) => {
-                    let mut message = messages::bundle_requires(&subject, requirement);
-                    if ids.is_empty() {
-                        message =
-                            messages::with_notes(message, &self.requirement_notes(requirement));
-                    }
+                Ok((ids, _)) if ids.is_empty() => {
+                    let message = messages::with_notes(
+                        messages::bundle_requires(&subject, requirement),
+                        &self.requirement_notes(requirement),
+                    );
                     Rule::Dependency(ids).described(message)
                 }
+                Ok((ids, rest)) => Rule::Dependency(ids).described(Description::AboutSubject {
+                    lead: messages::BUNDLE_REQUIRES_LEAD,
+                    rest,
+                }),
                 // A dependency nobody can check rules its bundle out, with the reason, instead
                 // of failing the whole resolution: another bundle may do.
                 Err(error) => Rule::Dependency(Identifiers::from([])).described(
@@ -257,17 +263,19 @@ impl<'a> Builder<'_, 'a> {
         }
     }
 
+    /// The requirement's candidates, most preferred first, and the wording of a bundle's
+    /// dependency on them after the bundle's name.
     fn requirement_candidates(
         &mut self,
         requirement: Requirement<'a>,
-    ) -> Result<Identifiers, fbc::ConstraintError> {
+    ) -> Result<(Identifiers, Arc<str>), fbc::ConstraintError> {
         let key = match requirement {
             Requirement::Package { name, range } => Some(Shared::Package(name, range.as_str())),
             Requirement::Gvk(gvk) => Some(Shared::Gvk(gvk)),
             Requirement::Constraint(_) => None,
         };
-        if let Some(ids) = key.as_ref().and_then(|key| self.shared.get(key)) {
-            return Ok(ids.clone());
+        if let Some(shared) = key.as_ref().and_then(|key| self.shared.get(key)) {
+            return Ok(shared.clone());
         }
         let offers = match requirement {
             Requirement::Package { name, range } => {
@@ -278,10 +286,11 @@ impl<'a> Builder<'_, 'a> {
         };
         let positions = self.ranked(offers);
         let ids = self.ids(&positions);
+        let rest: Arc<str> = messages::requires_phrase(requirement).into();
         if let Some(key) = key {
-            self.shared.insert(key, ids.clone());
+            self.shared.insert(key, (ids.clone(), rest.clone()));
         }
-        Ok(ids)
+        Ok((ids, rest))
     }
 
     /// Why a requirement with no candidate may have had some: catalogs whose upgrade graph

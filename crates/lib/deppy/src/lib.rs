@@ -58,5 +58,7 @@ mod search;
 mod solver;
 
 pub use error::{NotSatisfiable, SolveError, UnknownReference};
-pub use model::{AppliedConstraint, Constraint, Identifier, Identifiers, Variable, identifiers};
+pub use model::{
+    AppliedConstraint, Constraint, Description, Identifier, Identifiers, Variable, identifiers,
+};
 pub use solver::{Solution, Solver, Stats, solve};

@@ -140,9 +140,48 @@ pub enum Constraint {
     Described {
         /// The constraint whose logic applies.
         constraint: Box<Constraint>,
-        /// The complete message shown when this constraint explains a failure.
-        message: String,
+        /// What is shown when this constraint explains a failure.
+        message: Description,
     },
+}
+
+/// The explanation a [`Constraint::Described`] gives.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Description {
+    /// A complete message.
+    Text(String),
+    /// `{lead}{subject}{rest}`, the subject being the carrying variable: one `rest` is shared
+    /// by every variable with the same constraint (a bundle dependency reads the same for
+    /// every bundle that has it), instead of a message per variable that is only read when
+    /// a resolution fails.
+    AboutSubject {
+        /// What comes before the subject, e.g. `"bundle "`.
+        lead: &'static str,
+        /// What comes after it, e.g. `" requires an operator in package foo"`.
+        rest: Arc<str>,
+    },
+}
+
+impl Description {
+    /// The message for the variable `subject`.
+    pub fn render(&self, subject: &Identifier) -> String {
+        match self {
+            Self::Text(message) => message.clone(),
+            Self::AboutSubject { lead, rest } => format!("{lead}{subject}{rest}"),
+        }
+    }
+}
+
+impl From<String> for Description {
+    fn from(message: String) -> Self {
+        Self::Text(message)
+    }
+}
+
+impl From<&str> for Description {
+    fn from(message: &str) -> Self {
+        Self::Text(message.to_owned())
+    }
 }
 
 impl Constraint {
@@ -186,7 +225,7 @@ impl Constraint {
     }
 
     /// Wraps this constraint so that it explains a failure with `message` instead.
-    pub fn described(self, message: impl Into<String>) -> Self {
+    pub fn described(self, message: impl Into<Description>) -> Self {
         Self::Described {
             constraint: Box::new(self),
             message: message.into(),
@@ -255,7 +294,7 @@ impl Constraint {
                 negation(*subject_negated),
                 negation(*operand_negated)
             ),
-            Self::Described { message, .. } => message.clone(),
+            Self::Described { message, .. } => message.render(subject),
         }
     }
 }
@@ -353,5 +392,38 @@ pub struct AppliedConstraint {
 impl fmt::Display for AppliedConstraint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.constraint.message(&self.subject))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_description_names_each_subject() {
+        let rest: Arc<str> = " requires an operator in package lib".into();
+        let about = |rest: &Arc<str>| {
+            Constraint::dependency(["lib:1.0.0"]).described(Description::AboutSubject {
+                lead: "bundle ",
+                rest: rest.clone(),
+            })
+        };
+        let (a, b) = (about(&rest), about(&rest));
+        assert_eq!(
+            a.message(&Identifier::new("app:1.0.0")),
+            "bundle app:1.0.0 requires an operator in package lib"
+        );
+        assert_eq!(
+            b.message(&Identifier::new("app:2.0.0")),
+            "bundle app:2.0.0 requires an operator in package lib"
+        );
+        // The logic is the wrapped constraint's, whatever the wording.
+        assert_eq!(a.order(), [Identifier::new("lib:1.0.0")]);
+        assert_eq!(
+            Constraint::Prohibited
+                .described("plain text")
+                .message(&Identifier::new("x")),
+            "plain text"
+        );
     }
 }
