@@ -240,6 +240,11 @@ impl<'a> Builder<'_, 'a> {
     fn add_dependencies(&mut self, position: usize) {
         let bundle = self.nodes[position].ranked.offer.bundle;
         let subject = self.nodes[position].id.clone();
+        // Exactly as many as there will be: one list per reachable bundle, held until solved
+        // (pushing one by one leaves room for four).
+        self.nodes[position]
+            .constraints
+            .reserve_exact(requirement::requirements(bundle).count());
         for requirement in requirement::requirements(bundle) {
             let rule = match self.requirement_candidates(requirement) {
                 Ok((ids, _)) if ids.is_empty() => {
