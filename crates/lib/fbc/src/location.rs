@@ -1,25 +1,28 @@
 //! Where a blob came from, so every error can point at the file and document to fix.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 /// The origin of one blob: its file, its position in that file and, where known, its schema and
 /// name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Location {
-    /// Path of the file relative to the catalog root, `/`-separated.
-    pub file: String,
+    /// Path of the file relative to the catalog root, `/`-separated; shared by every blob of
+    /// the file.
+    pub file: Arc<str>,
     /// 1-based position of the document within the file (YAML documents or concatenated JSON
     /// values, empty YAML documents included in the count).
     pub document: usize,
-    /// The blob's `schema`, once read.
-    pub schema: Option<String>,
+    /// The blob's `schema`, once read (the schemas this crate reads are not copied).
+    pub schema: Option<Cow<'static, str>>,
     /// The blob's `name`, if it has one.
     pub name: Option<String>,
 }
 
 impl Location {
     /// A location that knows only its file and document position.
-    pub fn new(file: impl Into<String>, document: usize) -> Self {
+    pub fn new(file: impl Into<Arc<str>>, document: usize) -> Self {
         Self {
             file: file.into(),
             document,

@@ -136,7 +136,7 @@ impl Bundle {
     /// APIs the bundle provides (`olm.gvk`).
     pub fn provided_gvks(&self) -> impl Iterator<Item = &Gvk> {
         self.properties.iter().filter_map(|p| match p {
-            Property::Gvk(gvk) => Some(gvk),
+            Property::Gvk(gvk) => Some(gvk.as_ref()),
             _ => None,
         })
     }
@@ -152,8 +152,8 @@ impl Bundle {
                     req.package_name.clone(),
                     req.version_range.clone(),
                 )),
-                Property::GvkRequired(gvk) => Some(Constraint::gvk(gvk.clone())),
-                Property::Constraint(c) => Some(c.clone()),
+                Property::GvkRequired(gvk) => Some(Constraint::gvk(gvk.as_ref().clone())),
+                Property::Constraint(c) => Some(c.as_ref().clone()),
                 _ => None,
             })
             .collect()

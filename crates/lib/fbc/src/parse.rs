@@ -1,7 +1,9 @@
 //! Reading catalog files, from a directory or from memory, into a [`Catalog`].
 
+use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Deserializer};
@@ -246,14 +248,18 @@ fn parse_documents(
     reading: Reading,
 ) -> Result<(), ParseError> {
     let contents = contents.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(contents);
+    // One copy of the file's name for all of its blobs' locations.
+    let shared_file: Arc<str> = file.into();
     let first = contents.iter().find(|b| !b.is_ascii_whitespace());
     let mut invalid = None;
     if first == Some(&b'{') {
         let read = match reading {
-            Reading::OnePassFirst => match read_typed_documents(catalog, file, contents, detail) {
-                Ok(()) => return Ok(()),
-                Err(Unfinished { read }) => read,
-            },
+            Reading::OnePassFirst => {
+                match read_typed_documents(catalog, &shared_file, contents, detail) {
+                    Ok(()) => return Ok(()),
+                    Err(Unfinished { read }) => read,
+                }
+            }
             #[cfg(test)]
             Reading::CarefulOnly => 0,
         };
@@ -276,7 +282,7 @@ fn parse_documents(
                 let text = contents
                     .get(start..stream.byte_offset())
                     .unwrap_or_default();
-                let location = || Location::new(file, document);
+                let location = || Location::new(shared_file.clone(), document);
                 invalid = add_blob(catalog, location(), head, text, detail)
                     .or_else(|err| {
                         if repeats_a_key(&err) {
@@ -299,7 +305,7 @@ fn parse_documents(
             if value.is_null() || invalid.is_some() {
                 continue;
             }
-            let location = Location::new(file, index + 1);
+            let location = Location::new(shared_file.clone(), index + 1);
             invalid = add_blob(catalog, location, Head::of(&value), &value, detail).err();
         }
     }
@@ -326,7 +332,7 @@ struct Unfinished {
 /// its syntax only, as Go's decoder does for `json.RawMessage`, not for its range.
 fn read_typed_documents(
     catalog: &mut Catalog,
-    file: &str,
+    file: &Arc<str>,
     contents: &[u8],
     detail: Detail,
 ) -> Result<(), Unfinished> {
@@ -344,7 +350,7 @@ fn read_typed_documents(
         let Some(Ok(blob)) = stream.next() else {
             return Err(Unfinished { read });
         };
-        let location = Location::new(file, read + 1);
+        let location = Location::new(file.clone(), read + 1);
         if !blob.add_to(catalog, location, detail) {
             return Err(Unfinished { read });
         }
@@ -390,7 +396,7 @@ impl RawBlob<'_> {
         };
         let added = match schema.as_str() {
             SCHEMA_PACKAGE => {
-                location.schema = Some(schema);
+                location.schema = Some(Cow::Borrowed(SCHEMA_PACKAGE));
                 let raw = RawPackage {
                     name: self.name,
                     default_channel: self.default_channel,
@@ -401,7 +407,7 @@ impl RawBlob<'_> {
                 package_from(location, raw, detail).map(|p| catalog.packages.push(p))
             }
             SCHEMA_CHANNEL => {
-                location.schema = Some(schema);
+                location.schema = Some(Cow::Borrowed(SCHEMA_CHANNEL));
                 let raw = RawChannel {
                     package: self.package,
                     name: self.name,
@@ -411,7 +417,7 @@ impl RawBlob<'_> {
                 channel_from(location, raw, detail).map(|c| catalog.channels.push(c))
             }
             SCHEMA_BUNDLE => {
-                location.schema = Some(schema);
+                location.schema = Some(Cow::Borrowed(SCHEMA_BUNDLE));
                 let raw = RawBundle {
                     package: self.package,
                     name: self.name,
@@ -499,6 +505,17 @@ fn repeats_a_key(error: &ParseError) -> bool {
     false
 }
 
+/// A blob's schema for its [`Location`]: the schemas this crate reads are borrowed.
+fn schema_name(schema: &str) -> Cow<'static, str> {
+    match schema {
+        SCHEMA_PACKAGE => Cow::Borrowed(SCHEMA_PACKAGE),
+        SCHEMA_CHANNEL => Cow::Borrowed(SCHEMA_CHANNEL),
+        SCHEMA_BUNDLE => Cow::Borrowed(SCHEMA_BUNDLE),
+        SCHEMA_DEPRECATIONS => Cow::Borrowed(SCHEMA_DEPRECATIONS),
+        other => Cow::Owned(other.to_owned()),
+    }
+}
+
 /// Reads a JSON document through a `serde_json::Value`, where a repeated key counts as its
 /// last occurrence.
 fn add_blob_again(
@@ -508,7 +525,7 @@ fn add_blob_again(
     detail: Detail,
 ) -> Result<(), ParseError> {
     let value: Value = serde_json::from_slice(text).map_err(|source| ParseError::Json {
-        file: location.file.clone(),
+        file: location.file.to_string(),
         document: location.document,
         source,
     })?;
@@ -575,7 +592,7 @@ fn add_blob<'a, S: Source<'a>>(
             location: Box::new(location),
         });
     };
-    location.schema = Some(schema.clone());
+    location.schema = Some(schema_name(&schema));
 
     match schema.as_str() {
         SCHEMA_PACKAGE => catalog.packages.push(package(location, source, detail)?),
@@ -585,7 +602,7 @@ fn add_blob<'a, S: Source<'a>>(
         _ => {
             let blob = match detail {
                 Detail::Full => source.to_value().map_err(|source| ParseError::Json {
-                    file: location.file.clone(),
+                    file: location.file.to_string(),
                     document: location.document,
                     source,
                 })?,
@@ -832,7 +849,7 @@ fn bundle_from<V: RawJson>(
     require(&location, "name", &raw.name)?;
     let properties = properties(&location, raw.properties, detail)?;
     let mut packages = properties.iter().filter_map(|p| match p {
-        Property::Package(p) => Some(p),
+        Property::Package(p) => Some(p.as_ref()),
         _ => None,
     });
     let (Some(package), None) = (packages.next(), packages.next()) else {

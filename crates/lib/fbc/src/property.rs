@@ -39,18 +39,21 @@ pub const TYPE_CSV_METADATA: &str = "olm.csv.metadata";
 pub const TYPE_BUNDLE_OBJECT: &str = "olm.bundle.object";
 
 /// One property of a blob.
+///
+/// Large variants are boxed so that the enum stays 40 bytes: every bundle holds a list of
+/// these, and a catalog has tens of thousands of bundles.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Property {
     /// `olm.package`.
-    Package(PackageProperty),
+    Package(Box<PackageProperty>),
     /// `olm.gvk`.
-    Gvk(Gvk),
+    Gvk(Box<Gvk>),
     /// `olm.package.required`.
     PackageRequired(PackageRequired),
     /// `olm.gvk.required`.
-    GvkRequired(Gvk),
+    GvkRequired(Box<Gvk>),
     /// `olm.constraint`.
-    Constraint(Constraint),
+    Constraint(Box<Constraint>),
     /// `olm.maxOpenShiftVersion`, as written (catalogs use both strings and numbers).
     MaxOpenShiftVersion(String),
     /// `olm.csv.metadata`, in full ([`Detail::Full`]).
@@ -64,7 +67,7 @@ pub enum Property {
         /// The property's `type`.
         type_name: String,
         /// The property's `value`.
-        value: Value,
+        value: Box<Value>,
     },
     /// A property whose value was not kept, only its type: what [`Detail::Resolution`]
     /// makes of `olm.bundle.object` and of types this crate does not interpret.
@@ -286,14 +289,14 @@ impl<V: RawJson> RawProperty<'_, V> {
         Ok(match type_name {
             TYPE_PACKAGE => {
                 let p: RawPackageProperty = self.shape()?;
-                Property::Package(PackageProperty {
+                Property::Package(Box::new(PackageProperty {
                     version: parse_version(&p.version)?,
                     package_name: p.package_name,
                     release: p.release.filter(|r| !r.is_empty()),
-                })
+                }))
             }
-            TYPE_GVK => Property::Gvk(self.shape()?),
-            TYPE_GVK_REQUIRED => Property::GvkRequired(self.shape()?),
+            TYPE_GVK => Property::Gvk(Box::new(self.shape()?)),
+            TYPE_GVK_REQUIRED => Property::GvkRequired(Box::new(self.shape()?)),
             TYPE_PACKAGE_REQUIRED => {
                 let p: RawPackageRequired = self.shape()?;
                 let version_range =
@@ -304,7 +307,9 @@ impl<V: RawJson> RawProperty<'_, V> {
                     version_range,
                 })
             }
-            TYPE_CONSTRAINT => Property::Constraint(Constraint::from_value(&self.value()?)?),
+            TYPE_CONSTRAINT => {
+                Property::Constraint(Box::new(Constraint::from_value(&self.value()?)?))
+            }
             TYPE_MAX_OPENSHIFT_VERSION => Property::MaxOpenShiftVersion(match self.value()? {
                 Value::String(s) => s,
                 Value::Number(n) => n.to_string(),
@@ -322,7 +327,7 @@ impl<V: RawJson> RawProperty<'_, V> {
             _ => match detail {
                 Detail::Full => Property::Other {
                     type_name: type_name.to_owned(),
-                    value: self.value()?,
+                    value: Box::new(self.value()?),
                 },
                 Detail::Resolution => Property::Omitted {
                     // The type every bundle repeats costs no allocation.
@@ -334,5 +339,16 @@ impl<V: RawJson> RawProperty<'_, V> {
                 },
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_property_stays_small() {
+        // A new inline variant larger than this belongs in a Box (see the type's docs).
+        assert!(std::mem::size_of::<Property>() <= 40);
     }
 }

@@ -57,11 +57,7 @@ fn the_fixture_parses_into_every_blob_that_is_not_ignored() {
     assert_eq!(catalog.bundles.len(), 9);
     assert_eq!(catalog.deprecations.len(), 2);
     // README.md, drafts/ and etcd/*.txt would each fail to parse if they were read.
-    let files: Vec<&str> = catalog
-        .bundles
-        .iter()
-        .map(|b| b.location.file.as_str())
-        .collect();
+    let files: Vec<&str> = catalog.bundles.iter().map(|b| &*b.location.file).collect();
     assert!(files.iter().all(|f| !f.starts_with("drafts/")), "{files:?}");
 }
 
@@ -74,7 +70,7 @@ fn blobs_of_unknown_schemas_are_kept_verbatim() {
     assert_eq!(banner.package.as_deref(), Some("etcd"));
     assert_eq!(banner.name.as_deref(), Some("etcd-banner"));
     assert_eq!(banner.blob["text"], "Try the new etcd backup operator.");
-    assert_eq!(banner.location.file, "extras/banner.yaml");
+    assert_eq!(&*banner.location.file, "extras/banner.yaml");
 }
 
 #[test]
@@ -102,7 +98,7 @@ fn locations_name_the_file_and_the_document() {
         .iter()
         .find(|b| b.name == "etcdoperator.v1.0.0-rc.1")
         .unwrap();
-    assert_eq!(rc.location.file, "etcd/catalog.yaml");
+    assert_eq!(&*rc.location.file, "etcd/catalog.yaml");
     assert_eq!(rc.location.document, 8);
     assert_eq!(rc.location.schema.as_deref(), Some("olm.bundle"));
     let second_json = catalog
@@ -110,7 +106,7 @@ fn locations_name_the_file_and_the_document() {
         .iter()
         .find(|b| b.name == "prometheusoperator.0.56.3")
         .unwrap();
-    assert_eq!(second_json.location.file, "prometheus/bundles.json");
+    assert_eq!(&*second_json.location.file, "prometheus/bundles.json");
     assert_eq!(second_json.location.document, 2);
     assert!(
         second_json

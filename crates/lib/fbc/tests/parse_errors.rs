@@ -77,7 +77,7 @@ fn a_blob_without_schema_is_rejected_with_its_position_and_name() {
     let ParseError::MissingSchema { location } = &err else {
         panic!("unexpected {err:?}");
     };
-    assert_eq!(location.file, "a/b.yaml");
+    assert_eq!(&*location.file, "a/b.yaml");
     assert_eq!(location.document, 2);
     assert_eq!(location.name.as_deref(), Some("orphan"));
     assert!(err.to_string().contains("a/b.yaml document 2"), "{err}");
@@ -312,10 +312,10 @@ fn duplicate_packages_and_bundles_name_both_definitions() {
     ]);
     assert!(problems.iter().any(|p| matches!(p,
         IndexError::DuplicatePackage { name, location, first }
-            if name == "foo" && location.file == "b.yaml" && first.file == "a.yaml")));
+            if name == "foo" && &*location.file == "b.yaml" && &*first.file == "a.yaml")));
     assert!(problems.iter().any(|p| matches!(p,
         IndexError::DuplicateBundle { name, location, first, .. }
-            if name == "foo.v1" && location.file == "e.yaml" && first.file == "d.yaml")));
+            if name == "foo.v1" && &*location.file == "e.yaml" && &*first.file == "d.yaml")));
 }
 
 #[test]
@@ -334,7 +334,7 @@ fn duplicate_channels_and_versions_are_reported() {
         ("b2.yaml", &bundle("foo.v1b", "1.0.0")),
     ]);
     assert!(problems.iter().any(|p| matches!(p,
-        IndexError::DuplicateChannel { name, first, .. } if name == "stable" && first.file == "c1.yaml")));
+        IndexError::DuplicateChannel { name, first, .. } if name == "stable" && &*first.file == "c1.yaml")));
     assert!(problems.iter().any(|p| matches!(p,
         IndexError::DuplicateVersion { bundles, .. } if bundles == &["foo.v1", "foo.v1b"])));
 }
@@ -529,7 +529,7 @@ fn deprecation_blobs_and_entries_must_be_unique_per_package() {
         IndexError::DuplicateDeprecationEntry { reference: DeprecationReference::Bundle(b), .. } if b == "foo.v1")));
     assert!(problems.iter().any(|p| matches!(p,
         IndexError::DuplicateDeprecations { location, first, .. }
-            if location.file == "d2.yaml" && first.file == "d1.yaml")));
+            if &*location.file == "d2.yaml" && &*first.file == "d1.yaml")));
 }
 
 /// Files are parsed on several threads: the catalog keeps file order, and of two broken files

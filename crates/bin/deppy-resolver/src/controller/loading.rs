@@ -222,7 +222,7 @@ mod tests {
         let index = parse(&content, &limits).unwrap();
         let bundles = &index.catalog().bundles;
         assert_eq!(bundles.len(), 1);
-        assert_eq!(bundles[0].location.file, "configs/catalog.json");
+        assert_eq!(&*bundles[0].location.file, "configs/catalog.json");
     }
 
     #[test]
