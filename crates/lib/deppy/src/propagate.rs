@@ -11,13 +11,25 @@ const UNASSIGNED: i8 = 0;
 const TRUE: i8 = 1;
 const FALSE: i8 = -1;
 
+/// The end of a watch list.
+const NONE: u32 = u32::MAX;
+
 /// Two-watched-literal propagation over a flat clause database.
+///
+/// Watch lists are linked through the clauses (`first_watcher` per literal, `next_watcher`
+/// per watched position) rather than held as a vector per literal: a problem has a few
+/// hundred thousand literals, most watched by one or two clauses, and a vector each cost
+/// 24 bytes plus an allocation (12 MB at 51k variables, against 4 MB now).
 pub(crate) struct Propagator {
     lits: Vec<Lit>,
     /// Clause `i` is `lits[ends[i - 1]..ends[i]]`; its first two literals are watched.
     ends: Vec<u32>,
-    /// Per literal, the clauses watching it (visited when it becomes false).
-    watches: Vec<Vec<u32>>,
+    /// Per literal, the first clause watching it (visited when it becomes false), or
+    /// [`NONE`].
+    first_watcher: Vec<u32>,
+    /// `next_watcher[2 * i + k]`: the clause after clause `i` in the watch list of its
+    /// `k`-th literal (`k` is 0 or 1), or [`NONE`].
+    next_watcher: Vec<u32>,
     values: Vec<i8>,
     trail: Vec<Lit>,
     /// Trail length at the start of each decision level above 0.
@@ -30,7 +42,8 @@ impl Propagator {
     /// Builds the watches and propagates unit clauses at level 0.
     pub fn new(num_vars: u32, lits: Vec<Lit>, ends: Vec<u32>) -> Self {
         let mut propagator = Self {
-            watches: vec![Vec::new(); num_vars as usize * 2],
+            first_watcher: vec![NONE; num_vars as usize * 2],
+            next_watcher: vec![NONE; ends.len() * 2],
             values: vec![UNASSIGNED; num_vars as usize],
             lits,
             ends,
@@ -41,14 +54,15 @@ impl Propagator {
         };
         let mut start = 0usize;
         let mut units = Vec::new();
-        for (i, &end) in propagator.ends.iter().enumerate() {
-            let end = end as usize;
+        for i in 0..propagator.ends.len() {
+            let end = propagator.ends[i] as usize;
             match end - start {
                 0 => propagator.inconsistent = true,
                 1 => units.push(propagator.lits[start]),
                 _ => {
-                    propagator.watches[propagator.lits[start].code()].push(i as u32);
-                    propagator.watches[propagator.lits[start + 1].code()].push(i as u32);
+                    let (first, second) = (propagator.lits[start], propagator.lits[start + 1]);
+                    propagator.watch(i as u32, 0, first);
+                    propagator.watch(i as u32, 1, second);
                 }
             }
             start = end;
@@ -141,57 +155,55 @@ impl Propagator {
         (start, self.ends[clause] as usize)
     }
 
+    /// Puts `clause` at the front of `lit`'s watch list, through its `slot`-th link.
+    fn watch(&mut self, clause: u32, slot: usize, lit: Lit) {
+        self.next_watcher[clause as usize * 2 + slot] = self.first_watcher[lit.code()];
+        self.first_watcher[lit.code()] = clause;
+    }
+
     /// Propagates the queue; `false` on conflict.
     fn propagate(&mut self) -> bool {
         while self.queue_head < self.trail.len() {
             let falsified = !self.trail[self.queue_head];
             self.queue_head += 1;
-            let mut watchers = std::mem::take(&mut self.watches[falsified.code()]);
-            let mut kept = 0;
-            let mut next = 0;
-            let mut conflict = false;
-            while next < watchers.len() {
-                let clause = watchers[next];
-                next += 1;
+            // The link that points at the current clause: the list's head, or the link of
+            // the last clause kept in the list.
+            let mut previous: Option<usize> = None;
+            let mut clause = self.first_watcher[falsified.code()];
+            while clause != NONE {
                 let (start, end) = self.clause_range(clause);
+                let links = clause as usize * 2;
+                // The falsified literal goes second, its link with it.
                 if self.lits[start] == falsified {
                     self.lits.swap(start, start + 1);
+                    self.next_watcher.swap(links, links + 1);
                 }
+                let following = self.next_watcher[links + 1];
                 let other = self.lits[start];
                 if self.value(other) == Some(true) {
-                    watchers[kept] = clause;
-                    kept += 1;
+                    previous = Some(links + 1);
+                    clause = following;
                     continue;
                 }
-                let mut moved = false;
-                for k in start + 2..end {
-                    if self.value(self.lits[k]) != Some(false) {
-                        self.lits.swap(start + 1, k);
-                        self.watches[self.lits[start + 1].code()].push(clause);
-                        moved = true;
-                        break;
+                if let Some(k) = (start + 2..end).find(|&k| self.value(self.lits[k]) != Some(false))
+                {
+                    // Another literal can watch: unlink here, link there.
+                    self.lits.swap(start + 1, k);
+                    match previous {
+                        None => self.first_watcher[falsified.code()] = following,
+                        Some(link) => self.next_watcher[link] = following,
                     }
-                }
-                if moved {
+                    let watcher = self.lits[start + 1];
+                    self.watch(clause, 1, watcher);
+                    clause = following;
                     continue;
                 }
-                watchers[kept] = clause;
-                kept += 1;
                 if self.value(other) == Some(false) {
-                    conflict = true;
-                    break;
+                    return false;
                 }
                 self.enqueue(other);
-            }
-            while next < watchers.len() {
-                watchers[kept] = watchers[next];
-                kept += 1;
-                next += 1;
-            }
-            watchers.truncate(kept);
-            self.watches[falsified.code()] = watchers;
-            if conflict {
-                return false;
+                previous = Some(links + 1);
+                clause = following;
             }
         }
         true
@@ -247,6 +259,38 @@ mod tests {
         assert!(propagator.assume(b));
         assert_eq!(propagator.value(c), Some(false));
         assert_eq!(propagator.value(a), Some(false));
+    }
+
+    #[test]
+    fn watches_move_along_long_clauses_and_survive_backtracking() {
+        let v: Vec<Lit> = (0..6).map(Lit::positive).collect();
+        // v0 ∨ v1 ∨ v2 ∨ v3 ∨ v4 and v5 → ¬v4: falsifying v0..v3 one by one moves the
+        // watches along until v4 is forced; with v5 set first it is a conflict instead.
+        let (lits, ends) = clauses(&[&[v[0], v[1], v[2], v[3], v[4]], &[!v[5], !v[4]]]);
+        let mut propagator = Propagator::new(6, lits, ends);
+        for (i, &lit) in v[..3].iter().enumerate() {
+            assert!(propagator.assume(!lit));
+            assert_eq!(propagator.value(v[4]), None, "after {i}");
+        }
+        assert!(propagator.assume(!v[3]));
+        assert_eq!(propagator.value(v[4]), Some(true));
+        assert_eq!(propagator.value(v[5]), Some(false));
+        propagator.backtrack(0);
+        assert!(propagator.assume(v[5]));
+        assert_eq!(propagator.value(v[4]), Some(false));
+        for &lit in &v[..3] {
+            assert!(propagator.assume(!lit));
+        }
+        assert!(!propagator.assume(!v[3]), "the long clause is falsified");
+        assert_eq!(propagator.level(), 4);
+        // Backtracking and choosing again still sees every clause.
+        propagator.backtrack(1);
+        assert_eq!(propagator.value(v[0]), None);
+        assert!(propagator.assume(!v[0]));
+        assert!(propagator.assume(!v[1]));
+        assert_eq!(propagator.value(v[2]), None);
+        assert!(propagator.assume(!v[3]));
+        assert_eq!(propagator.value(v[2]), Some(true));
     }
 
     #[test]
