@@ -12,7 +12,7 @@
 //! - Uniqueness: at most one offer per package, and at most one provider per API among
 //!   offers of different packages (within a package, package uniqueness already says so).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use deppy::{Constraint as Rule, Description, Identifier, Identifiers, Variable};
@@ -57,12 +57,12 @@ struct Builder<'s, 'a> {
     nodes: Vec<Node<'a>>,
     /// (source, bundle, channel) -> position in `nodes`. A bundle is one object of its
     /// catalog's index, so its address identifies it without hashing its names.
-    positions: HashMap<(usize, *const Bundle, &'a str), usize>,
+    positions: foldhash::HashMap<(usize, *const Bundle, &'a str), usize>,
     /// Nodes whose dependencies are not yet built.
     pending: VecDeque<usize>,
     /// Each shared requirement's candidates and the wording of its dependency after the
     /// bundle's name (see [`Description::AboutSubject`]).
-    shared: HashMap<Shared<'a>, (Identifiers, Arc<str>)>,
+    shared: foldhash::HashMap<Shared<'a>, (Identifiers, Arc<str>)>,
 }
 
 /// Builds the problem for already checked, de-duplicated constraints.
@@ -75,9 +75,9 @@ pub(crate) fn build<'a>(
         sources,
         kube_version,
         nodes: Vec::new(),
-        positions: HashMap::new(),
+        positions: foldhash::HashMap::default(),
         pending: VecDeque::new(),
-        shared: HashMap::new(),
+        shared: foldhash::HashMap::default(),
     };
     let installed = constraints
         .iter()

@@ -57,7 +57,7 @@ impl ChannelError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChannelGraph {
     entries: Vec<Node>,
-    by_name: HashMap<String, usize>,
+    by_name: foldhash::HashMap<String, usize>,
     head: usize,
     chain: Vec<usize>,
 }
@@ -78,7 +78,8 @@ impl ChannelGraph {
         if channel.entries.is_empty() {
             return Err(ChannelError::Empty);
         }
-        let mut by_name = HashMap::with_capacity(channel.entries.len());
+        let mut by_name =
+            foldhash::HashMap::with_capacity_and_hasher(channel.entries.len(), Default::default());
         let mut entries = Vec::with_capacity(channel.entries.len());
         // Indices into `entries` match `channel.entries` because any missing bundle aborts below.
         let mut missing = BTreeSet::new();

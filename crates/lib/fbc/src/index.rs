@@ -227,7 +227,7 @@ pub enum LoadError {
 pub struct CatalogIndex {
     catalog: Catalog,
     packages: BTreeMap<String, PackageIndex>,
-    providers: HashMap<Gvk, Vec<usize>>,
+    providers: foldhash::HashMap<Gvk, Vec<usize>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -237,10 +237,10 @@ struct PackageIndex {
     channels: BTreeMap<String, (usize, ChannelGraph)>,
     /// Indices in `catalog.bundles`, newest version first.
     bundles: Vec<usize>,
-    bundle_by_name: HashMap<String, usize>,
+    bundle_by_name: foldhash::HashMap<String, usize>,
     package_deprecation: Option<String>,
-    channel_deprecations: HashMap<String, String>,
-    bundle_deprecations: HashMap<String, String>,
+    channel_deprecations: foldhash::HashMap<String, String>,
+    bundle_deprecations: foldhash::HashMap<String, String>,
     /// Channels whose upgrade graph is invalid ([`ChannelError::is_graph_error`]), as
     /// [`IndexError::Channel`]; the package cannot be resolved from this catalog.
     problems: Vec<IndexError>,
@@ -279,7 +279,7 @@ impl CatalogIndex {
             return Err(CatalogError { problems });
         }
 
-        let mut providers: HashMap<Gvk, Vec<usize>> = HashMap::new();
+        let mut providers: foldhash::HashMap<Gvk, Vec<usize>> = foldhash::HashMap::default();
         for index in packages.values() {
             for &b in &index.bundles {
                 for gvk in catalog.bundles[b].provided_gvks() {
