@@ -12,7 +12,7 @@
 //! What is kept is each object's JSON, not the parsed tree a reflector store holds: a
 //! small object (a ConfigMap, a Service) takes a third of the memory or less as bytes, and a
 //! read parses it again in microseconds. At 1,000 BundleDeployments of 5 objects the
-//! parsed stores were most of the provisioner's heap (see [`KeptObjects`]).
+//! parsed stores were most of the provisioner's heap (see `KeptObjects`).
 //!
 //! A watch event that only reports one of this process's own writes (the object at the
 //! resourceVersion the write returned) triggers nothing: the reconcile that wrote it
@@ -162,9 +162,11 @@ impl DriftWatches {
                 match next {
                     Some(Ok(event)) => {
                         if let Some(kept) = &kept {
+                            // Encoded before the lock, so readers wait only for the insert.
+                            let change = Change::of(&event);
                             kept.write()
                                 .unwrap_or_else(PoisonError::into_inner)
-                                .record(&event);
+                                .record(change);
                         }
                         let (watcher::Event::Apply(object)
                         | watcher::Event::Delete(object)
@@ -207,7 +209,7 @@ type Kept = Arc<RwLock<KeptObjects>>;
 /// (each key and value its own allocation) plus a key of five strings, against 360–670 bytes
 /// of JSON. A read parses the object again; reads happen once per object per reconcile.
 #[derive(Debug, Default)]
-pub struct KeptObjects {
+struct KeptObjects {
     /// Keyed by `namespace/name` (`/name` for cluster-scoped objects).
     current: HashMap<Box<str>, Box<[u8]>>,
     /// A relist in progress: the objects listed so far. It replaces `current` once the
@@ -215,57 +217,74 @@ pub struct KeptObjects {
     relisting: Option<HashMap<Box<str>, Box<[u8]>>>,
 }
 
-impl KeptObjects {
-    /// Applies one watch event. Pure apart from `self`.
-    pub fn record(&mut self, event: &watcher::Event<DynamicObject>) {
+/// One watch event as it changes what is kept: objects already keyed and encoded.
+enum Change {
+    Kept(Box<str>, Box<[u8]>),
+    Deleted(String),
+    RelistStarted,
+    Listed(Box<str>, Box<[u8]>),
+    RelistDone,
+    /// An object that could not be encoded (it always can: it was just decoded from JSON);
+    /// leaving it out only costs a GET later.
+    Nothing,
+}
+
+impl Change {
+    fn of(event: &watcher::Event<DynamicObject>) -> Self {
+        let encoded = |object: &DynamicObject| {
+            let json = serde_json::to_vec(object).ok()?;
+            Some((key_of(object).into_boxed_str(), json.into_boxed_slice()))
+        };
         match event {
             watcher::Event::Apply(object) => {
-                if let Some((key, json)) = entry(object) {
-                    self.current.insert(key, json);
-                }
+                encoded(object).map_or(Self::Nothing, |(key, json)| Self::Kept(key, json))
             }
-            watcher::Event::Delete(object) => {
-                self.current.remove(
-                    object_key(object.metadata.namespace.as_deref(), &object_name(object)).as_str(),
-                );
+            watcher::Event::Delete(object) => Self::Deleted(key_of(object)),
+            watcher::Event::Init => Self::RelistStarted,
+            watcher::Event::InitApply(object) => {
+                encoded(object).map_or(Self::Nothing, |(key, json)| Self::Listed(key, json))
+            }
+            watcher::Event::InitDone => Self::RelistDone,
+        }
+    }
+}
+
+impl KeptObjects {
+    /// Applies one change. Pure apart from `self`.
+    fn record(&mut self, change: Change) {
+        match change {
+            Change::Kept(key, json) => {
+                self.current.insert(key, json);
+            }
+            Change::Deleted(key) => {
+                self.current.remove(key.as_str());
                 // A map keeps its capacity; give it back once most of it is unused.
                 if self.current.capacity() > 64 && self.current.len() < self.current.capacity() / 4
                 {
                     self.current.shrink_to_fit();
                 }
             }
-            watcher::Event::Init => self.relisting = Some(HashMap::new()),
-            watcher::Event::InitApply(object) => {
-                if let Some((key, json)) = entry(object) {
-                    self.relisting
-                        .get_or_insert_with(HashMap::new)
-                        .insert(key, json);
-                }
+            Change::RelistStarted => self.relisting = Some(HashMap::new()),
+            Change::Listed(key, json) => {
+                self.relisting
+                    .get_or_insert_with(HashMap::new)
+                    .insert(key, json);
             }
-            watcher::Event::InitDone => {
+            Change::RelistDone => {
                 if let Some(listed) = self.relisting.take() {
                     self.current = listed;
                 }
             }
+            Change::Nothing => {}
         }
     }
 
     /// The object named `name` in `namespace` (`None`: cluster-scoped), parsed again.
-    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<DynamicObject> {
+    fn get(&self, namespace: Option<&str>, name: &str) -> Option<DynamicObject> {
         let json = self.current.get(object_key(namespace, name).as_str())?;
         // The bytes are what serde_json wrote from a DynamicObject; reading them back
         // cannot fail short of memory corruption, and `None` only costs a GET.
         serde_json::from_slice(json).ok()
-    }
-
-    /// How many objects are kept.
-    pub fn len(&self) -> usize {
-        self.current.len()
-    }
-
-    /// Whether no object is kept.
-    pub fn is_empty(&self) -> bool {
-        self.current.is_empty()
     }
 }
 
@@ -273,16 +292,11 @@ fn object_key(namespace: Option<&str>, name: &str) -> String {
     format!("{}/{name}", namespace.unwrap_or_default())
 }
 
-fn object_name(object: &DynamicObject) -> String {
-    object.metadata.name.clone().unwrap_or_default()
-}
-
-/// The key and JSON an object is kept under; `None` if it cannot be serialised (it always
-/// can: it was just deserialised from JSON), which only costs a GET later.
-fn entry(object: &DynamicObject) -> Option<(Box<str>, Box<[u8]>)> {
-    let json = serde_json::to_vec(object).ok()?;
-    let key = object_key(object.metadata.namespace.as_deref(), &object_name(object));
-    Some((key.into_boxed_str(), json.into_boxed_slice()))
+fn key_of(object: &DynamicObject) -> String {
+    object_key(
+        object.metadata.namespace.as_deref(),
+        object.metadata.name.as_deref().unwrap_or_default(),
+    )
 }
 
 /// Whether `object` is exactly what one of this process's writes returned; forgets the
@@ -363,6 +377,18 @@ mod tests {
         );
     }
 
+    fn see(kept: &mut KeptObjects, event: watcher::Event<DynamicObject>) {
+        kept.record(Change::of(&event));
+    }
+
+    /// The resourceVersion of the kept object, which must be there.
+    fn version(kept: &KeptObjects, namespace: Option<&str>, name: &str) -> Option<String> {
+        kept.get(namespace, name)
+            .expect("kept")
+            .metadata
+            .resource_version
+    }
+
     fn labelled(name: &str, namespace: Option<&str>, version: &str) -> DynamicObject {
         let mut object: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
@@ -384,7 +410,7 @@ mod tests {
     fn kept_objects_read_back_as_they_were_seen() {
         let mut kept = KeptObjects::default();
         let seen = labelled("a", Some("ns"), "3");
-        kept.record(&watcher::Event::Apply(seen.clone()));
+        see(&mut kept, watcher::Event::Apply(seen.clone()));
         let read = kept.get(Some("ns"), "a").expect("kept");
         assert_eq!(
             serde_json::to_value(&read).unwrap(),
@@ -395,83 +421,64 @@ mod tests {
         // another object.
         assert!(kept.get(Some("other"), "a").is_none());
         assert!(kept.get(None, "a").is_none());
-        kept.record(&watcher::Event::Apply(labelled("a", None, "4")));
-        assert_eq!(kept.len(), 2);
-        assert_eq!(
-            kept.get(None, "a")
-                .unwrap()
-                .metadata
-                .resource_version
-                .as_deref(),
-            Some("4")
-        );
+        see(&mut kept, watcher::Event::Apply(labelled("a", None, "4")));
+        assert_eq!(kept.current.len(), 2);
+        assert_eq!(version(&kept, None, "a").as_deref(), Some("4"));
         // A later event replaces what was seen; a deletion forgets it.
-        kept.record(&watcher::Event::Apply(labelled("a", Some("ns"), "5")));
-        assert_eq!(
-            kept.get(Some("ns"), "a")
-                .unwrap()
-                .metadata
-                .resource_version
-                .as_deref(),
-            Some("5")
+        see(
+            &mut kept,
+            watcher::Event::Apply(labelled("a", Some("ns"), "5")),
         );
-        kept.record(&watcher::Event::Delete(labelled("a", Some("ns"), "6")));
+        assert_eq!(version(&kept, Some("ns"), "a").as_deref(), Some("5"));
+        see(
+            &mut kept,
+            watcher::Event::Delete(labelled("a", Some("ns"), "6")),
+        );
         assert!(kept.get(Some("ns"), "a").is_none());
-        assert_eq!(kept.len(), 1);
+        assert_eq!(kept.current.len(), 1);
     }
 
     #[test]
     fn a_relist_replaces_the_kept_objects_only_once_complete() {
         let mut kept = KeptObjects::default();
-        kept.record(&watcher::Event::Apply(labelled("gone", Some("ns"), "1")));
-        kept.record(&watcher::Event::Apply(labelled("stays", Some("ns"), "1")));
-        kept.record(&watcher::Event::Init);
-        kept.record(&watcher::Event::InitApply(labelled(
-            "stays",
-            Some("ns"),
-            "7",
-        )));
+        see(
+            &mut kept,
+            watcher::Event::Apply(labelled("gone", Some("ns"), "1")),
+        );
+        see(
+            &mut kept,
+            watcher::Event::Apply(labelled("stays", Some("ns"), "1")),
+        );
+        see(&mut kept, watcher::Event::Init);
+        see(
+            &mut kept,
+            watcher::Event::InitApply(labelled("stays", Some("ns"), "7")),
+        );
         // Mid-list, readers still see the previous state, whole.
         assert!(kept.get(Some("ns"), "gone").is_some());
-        assert_eq!(
-            kept.get(Some("ns"), "stays")
-                .unwrap()
-                .metadata
-                .resource_version
-                .as_deref(),
-            Some("1")
-        );
-        kept.record(&watcher::Event::InitDone);
+        assert_eq!(version(&kept, Some("ns"), "stays").as_deref(), Some("1"));
+        see(&mut kept, watcher::Event::InitDone);
         // What the list did not return was deleted while the watch was down.
         assert!(kept.get(Some("ns"), "gone").is_none());
-        assert_eq!(
-            kept.get(Some("ns"), "stays")
-                .unwrap()
-                .metadata
-                .resource_version
-                .as_deref(),
-            Some("7")
-        );
-        assert_eq!(kept.len(), 1);
+        assert_eq!(version(&kept, Some("ns"), "stays").as_deref(), Some("7"));
+        assert_eq!(kept.current.len(), 1);
     }
 
     #[test]
     fn a_kind_emptied_by_deletions_gives_its_room_back() {
         let mut kept = KeptObjects::default();
         for i in 0..1000 {
-            kept.record(&watcher::Event::Apply(labelled(
-                &format!("o{i}"),
-                Some("ns"),
-                "1",
-            )));
+            see(
+                &mut kept,
+                watcher::Event::Apply(labelled(&format!("o{i}"), Some("ns"), "1")),
+            );
         }
         let full = kept.current.capacity();
         for i in 0..999 {
-            kept.record(&watcher::Event::Delete(labelled(
-                &format!("o{i}"),
-                Some("ns"),
-                "2",
-            )));
+            see(
+                &mut kept,
+                watcher::Event::Delete(labelled(&format!("o{i}"), Some("ns"), "2")),
+            );
         }
         assert!(kept.get(Some("ns"), "o999").is_some());
         assert!(
