@@ -394,9 +394,10 @@ impl RawBlob<'_> {
         let Some(schema) = self.schema else {
             return false;
         };
+        // Only the three schemas below are added; for any other the location is dropped.
+        location.schema = Some(schema_name(&schema));
         let added = match schema.as_str() {
             SCHEMA_PACKAGE => {
-                location.schema = Some(Cow::Borrowed(SCHEMA_PACKAGE));
                 let raw = RawPackage {
                     name: self.name,
                     default_channel: self.default_channel,
@@ -407,7 +408,6 @@ impl RawBlob<'_> {
                 package_from(location, raw, detail).map(|p| catalog.packages.push(p))
             }
             SCHEMA_CHANNEL => {
-                location.schema = Some(Cow::Borrowed(SCHEMA_CHANNEL));
                 let raw = RawChannel {
                     package: self.package,
                     name: self.name,
@@ -417,7 +417,6 @@ impl RawBlob<'_> {
                 channel_from(location, raw, detail).map(|c| catalog.channels.push(c))
             }
             SCHEMA_BUNDLE => {
-                location.schema = Some(Cow::Borrowed(SCHEMA_BUNDLE));
                 let raw = RawBundle {
                     package: self.package,
                     name: self.name,

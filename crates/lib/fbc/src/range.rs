@@ -91,6 +91,11 @@ struct Parsed {
 /// emptied when full, which only costs the sharing of what came before.
 const MAX_REMEMBERED_RANGES: usize = 4096;
 
+/// Only texts up to this long are remembered: real ranges are short and repeated, and a
+/// long one (a catalog's author can write anything) must not outlive its catalog in a
+/// controller's thread. At most 4096 × 2 × 128 bytes of text per thread.
+const MAX_REMEMBERED_TEXT: usize = 128;
+
 thread_local! {
     /// Ranges parsed on this thread, by policy and text. Only memory depends on it: a range
     /// found here is exactly what parsing its text again would give.
@@ -153,6 +158,9 @@ impl VersionRange {
             return Ok(range);
         }
         let range = Self::parse_uncached(text, policy)?;
+        if text.len() > MAX_REMEMBERED_TEXT {
+            return Ok(range);
+        }
         PARSED.with(|parsed| {
             let table = &mut parsed.borrow_mut()[slot];
             if table.len() >= MAX_REMEMBERED_RANGES {
@@ -497,6 +505,14 @@ mod tests {
         }
         let remembered = PARSED.with(|parsed| parsed.borrow()[0].len());
         assert!(remembered <= MAX_REMEMBERED_RANGES, "{remembered}");
+        // A long text is parsed as usual but not remembered.
+        let long = format!(">=1.0.0 {}", "<99.0.0 ".repeat(40));
+        let first = VersionRange::parse(&long, PrereleasePolicy::Ordered).unwrap();
+        let again = VersionRange::parse(&long, PrereleasePolicy::Ordered).unwrap();
+        assert!(!Arc::ptr_eq(&first.0, &again.0));
+        assert_eq!(first, again);
+        assert!(first.matches(&v("2.0.0")) && !first.matches(&v("99.0.0")));
+        assert!(PARSED.with(|parsed| !parsed.borrow()[0].contains_key(long.as_str())));
     }
 
     #[test]
