@@ -162,9 +162,11 @@ impl Cnf {
         (guard, &self.lits[start..end])
     }
 
-    /// Gives the flat storage away (to the propagator), with guards dropped.
-    pub fn into_parts(self) -> (Vec<Lit>, Vec<u32>) {
-        (self.lits, self.ends)
+    /// A copy of the flat storage for the propagator, with guards dropped: the literals and
+    /// where each clause ends. The clauses stay here, in their order, for a SAT solver
+    /// loaded later.
+    pub fn to_parts(&self) -> (Vec<Lit>, Vec<u32>) {
+        (self.lits.clone(), self.ends.clone())
     }
 }
 

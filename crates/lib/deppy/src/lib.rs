@@ -49,6 +49,7 @@
 mod encode;
 mod error;
 mod explain;
+mod lazy_sat;
 mod minimise;
 mod model;
 mod problem;

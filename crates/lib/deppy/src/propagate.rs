@@ -1,6 +1,6 @@
 //! Incremental unit propagation with decision levels: the preference search's cheap check of
-//! a guess (gini's `Test`/`Untest` in deppy), so that a full SAT call is needed only once the
-//! guesses are complete.
+//! a guess (gini's `Test`/`Untest` in deppy), and, once the guesses are complete, the
+//! attempt to finish them into a model without a SAT solver.
 //!
 //! It works on the clauses with every constraint switched on (selectors true), which is the
 //! situation the search runs in.
@@ -140,6 +140,52 @@ impl Propagator {
         self.queue_head = keep;
     }
 
+    /// Tries to finish the assignment without a SAT solver: every unassigned variable is set
+    /// false in turn (problem variables first, as they are numbered), propagating after each.
+    ///
+    /// Succeeds when that reaches a conflict-free total assignment, checked clause by clause,
+    /// in which exactly `holding` of the first `num_problem_vars` variables are true; the
+    /// assignment is then kept. Otherwise nothing changes and the answer is `false`.
+    pub fn complete_with_false(&mut self, num_problem_vars: u32, holding: usize) -> bool {
+        if self.inconsistent {
+            return false;
+        }
+        let level = self.level();
+        self.levels.push(self.trail.len());
+        for var in 0..self.values.len() {
+            if self.values[var] != UNASSIGNED {
+                continue;
+            }
+            // Fewer than 2^31 variables: the encoder refuses larger problems.
+            self.enqueue(Lit::negative(var as u32));
+            if !self.propagate() {
+                self.backtrack(level);
+                return false;
+            }
+        }
+        let problem_values = self
+            .values
+            .get(..num_problem_vars as usize)
+            .unwrap_or_default();
+        let true_count = problem_values.iter().filter(|&&v| v == TRUE).count();
+        if true_count != holding || !self.satisfies_every_clause() {
+            self.backtrack(level);
+            return false;
+        }
+        true
+    }
+
+    /// Whether every clause has a true literal: the proof that a total assignment is a model,
+    /// independent of how propagation reached it.
+    fn satisfies_every_clause(&self) -> bool {
+        let mut start = 0usize;
+        self.ends.iter().all(|&end| {
+            let clause = self.lits.get(start..end as usize).unwrap_or_default();
+            start = end as usize;
+            clause.iter().any(|&lit| self.value(lit) == Some(true))
+        })
+    }
+
     fn enqueue(&mut self, lit: Lit) {
         self.values[lit.var() as usize] = if lit.is_negative() { FALSE } else { TRUE };
         self.trail.push(lit);
@@ -222,6 +268,55 @@ mod tests {
             ends.push(lits.len() as u32);
         }
         (lits, ends)
+    }
+
+    #[test]
+    fn completing_with_false_keeps_a_model_holding_exactly_the_guesses() {
+        // Problem variables a, b, c; an auxiliary d defined as b-or-c.
+        let (a, b, c, d) = (
+            Lit::positive(0),
+            Lit::positive(1),
+            Lit::positive(2),
+            Lit::positive(3),
+        );
+        let (lits, ends) = clauses(&[&[!a, b, c], &[!d, b, c], &[!b, d]]);
+        let mut propagator = Propagator::new(4, lits, ends);
+        assert!(propagator.assume(a));
+        assert!(propagator.assume(b));
+        assert!(propagator.complete_with_false(3, 2));
+        assert_eq!(propagator.value(c), Some(false));
+        // d is forced by b, not set false.
+        assert_eq!(propagator.value(d), Some(true));
+    }
+
+    #[test]
+    fn completing_with_false_gives_up_and_restores_when_more_than_the_guesses_must_hold() {
+        let (a, b, c) = (Lit::positive(0), Lit::positive(1), Lit::positive(2));
+        // a needs b or c; with only a guessed, setting b false forces c: a third variable.
+        let (lits, ends) = clauses(&[&[!a, b, c]]);
+        let mut propagator = Propagator::new(3, lits, ends);
+        assert!(propagator.assume(a));
+        let level = propagator.level();
+        assert!(!propagator.complete_with_false(3, 1));
+        assert_eq!(propagator.level(), level);
+        assert_eq!(propagator.value(b), None);
+        assert_eq!(propagator.value(c), None);
+        // Counting c as expected, the same completion is a model.
+        assert!(propagator.complete_with_false(3, 2));
+        assert_eq!(propagator.value(c), Some(true));
+    }
+
+    #[test]
+    fn completing_with_false_gives_up_and_restores_on_a_conflict() {
+        let (a, b, c) = (Lit::positive(0), Lit::positive(1), Lit::positive(2));
+        // Setting a false forces b and c, which cannot both hold.
+        let (lits, ends) = clauses(&[&[a, b], &[a, c], &[!b, !c]]);
+        let mut propagator = Propagator::new(3, lits, ends);
+        assert!(!propagator.complete_with_false(3, 0));
+        assert_eq!(propagator.level(), 0);
+        assert_eq!(propagator.value(a), None);
+        assert!(propagator.assume(a));
+        assert!(propagator.complete_with_false(3, 1));
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! solve decides, and an unsatisfiable outcome backtracks chronologically.
 //!
 //! Here each choice ends up with the first candidate that is consistent with the choices made
-//! before it: propagation rejects candidates cheaply, one full solve checks the finished
-//! guesses, and if it fails a binary search over guess prefixes finds the first guess that is
+//! before it: propagation rejects candidates cheaply; the finished guesses are checked by
+//! completing them with every other variable false (propagation again, no SAT solver), or,
+//! when that does not give a model, by one full solve; and if that fails a binary search over guess prefixes finds the first guess that is
 //! inconsistent with the ones before it, which is then refuted and the search resumed there.
 //! This is exactly deppy's result whenever propagation refutes the failing guesses, which is
 //! every case in deppy's test suite. When only a full solve can refute one, deppy's result
@@ -19,9 +20,9 @@
 
 use crate::encode::Lit;
 use crate::error::SolveError;
+use crate::lazy_sat::LazySat;
 use crate::problem::{Kind, Problem};
 use crate::propagate::Propagator;
-use crate::sat::Sat;
 
 #[derive(Clone, Copy)]
 enum Source {
@@ -56,6 +57,9 @@ struct Step {
 pub(crate) struct Guesses {
     pub vars: Vec<u32>,
     pub corrections: u32,
+    /// Propagation alone found a model in which exactly these variables hold, so the SAT
+    /// solver was not needed to check them, and there is nothing to minimise.
+    pub settled: bool,
 }
 
 /// Runs the search. `sat` must hold every constraint as a unit; on return its last model is a
@@ -63,7 +67,7 @@ pub(crate) struct Guesses {
 pub(crate) fn search(
     problem: &Problem,
     propagator: &mut Propagator,
-    sat: &mut Sat,
+    lazy_sat: &mut LazySat<'_>,
 ) -> Result<Guesses, SolveError> {
     let num_vars = problem.num_vars() as usize;
     // Deppy's deque, as a list and a cursor: choices are only taken from the front and added
@@ -122,12 +126,24 @@ pub(crate) fn search(
             }
         }
 
+        // The guesses are complete. Propagation alone usually finishes them into a model;
+        // when it cannot, a full solve decides.
+        let vars = || steps.iter().map(|s| s.var).collect();
+        if propagator.complete_with_false(problem.num_vars(), steps.len()) {
+            return Ok(Guesses {
+                vars: vars(),
+                corrections,
+                settled: true,
+            });
+        }
+        let sat = lazy_sat.get()?;
         assumptions.clear();
         assumptions.extend(steps[committed..].iter().map(|s| Lit::positive(s.var)));
         if sat.solve(&assumptions)? {
             return Ok(Guesses {
-                vars: steps.iter().map(|s| s.var).collect(),
+                vars: vars(),
                 corrections,
+                settled: false,
             });
         }
         corrections += 1;
@@ -174,7 +190,11 @@ pub(crate) fn search(
 
 /// One past the last step whose guess the last refutation of `assumptions` (the guesses from
 /// `committed` on) used.
-fn last_failed(sat: &Sat, assumptions: &[Lit], committed: usize) -> Result<usize, SolveError> {
+fn last_failed(
+    sat: &crate::sat::Sat,
+    assumptions: &[Lit],
+    committed: usize,
+) -> Result<usize, SolveError> {
     match sat.failed(assumptions).last() {
         Some(&i) => Ok(committed + i + 1),
         None => Err(SolveError::Internal(

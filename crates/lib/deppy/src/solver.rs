@@ -2,14 +2,13 @@
 
 use std::collections::HashSet;
 
-use crate::encode::{Lit, encode};
-use crate::error::{NotSatisfiable, SolveError};
-use crate::explain::explain;
+use crate::encode::encode;
+use crate::error::SolveError;
+use crate::lazy_sat::LazySat;
 use crate::minimise::minimise;
 use crate::model::{Identifier, Variable};
 use crate::problem::Problem;
 use crate::propagate::Propagator;
-use crate::sat::Sat;
 use crate::search::search;
 
 /// Solves one problem with deppy's choice semantics.
@@ -45,6 +44,10 @@ impl Solver {
     /// chosen this way are selected only when the constraints force them, and then as few as
     /// possible (among those true in the search's model, as in deppy).
     ///
+    /// The SAT solver is loaded only when propagation cannot settle the problem (see
+    /// [`Stats::sat_calls`]): most problems are answered by the search's guesses alone, which
+    /// a model holding exactly them proves right.
+    ///
     /// An unsatisfiable problem yields [`SolveError::NotSatisfiable`] with a minimal set of
     /// applied constraints, in input order; shrinking the solver's core stops after 256
     /// solves, deterministically, in which case the set is sufficient but maybe not minimal.
@@ -59,40 +62,31 @@ impl Solver {
             literals: encoding.cnf.num_lits(),
             ..Stats::default()
         };
-        let mut sat = Sat::load(&encoding.cnf);
-        let selectors: Vec<Lit> = (0..problem.applied.len())
-            .map(|j| encoding.selector(j))
-            .collect();
-
-        if !sat.solve(&selectors)? {
-            let core = explain(&mut sat, &selectors)?;
-            let mut constraints = Vec::with_capacity(core.len());
-            for j in core {
-                constraints.push(
-                    problem
-                        .applied_constraint(j)
-                        .ok_or(SolveError::Internal("core names an unknown constraint"))?,
-                );
-            }
-            return Err(NotSatisfiable(constraints).into());
-        }
-        // Satisfiable with every constraint on: from here on they are facts.
-        for &selector in &selectors {
-            sat.add_clause(&[selector]);
-        }
-        drop(selectors);
-
-        let num_vars = encoding.cnf.num_vars();
-        let (lits, ends) = encoding.cnf.into_parts();
-        let mut propagator = Propagator::new(num_vars, lits, ends);
+        let (lits, ends) = encoding.cnf.to_parts();
+        let mut propagator = Propagator::new(encoding.cnf.num_vars(), lits, ends);
+        let mut sat = LazySat::new(problem, &encoding);
         if propagator.is_inconsistent() {
+            // The constraints clash outright: the SAT solver says which of them do.
+            sat.get()?;
             return Err(SolveError::Internal(
                 "propagation refuted a satisfiable problem",
             ));
         }
         let guesses = search(problem, &mut propagator, &mut sat)?;
         drop(propagator);
-        let selected = minimise(&mut sat, problem.num_vars(), num_vars, &guesses.vars)?;
+        let selected = if guesses.settled {
+            // A model holds exactly the guesses, so minimising could not drop anything.
+            let mut selected = guesses.vars.clone();
+            selected.sort_unstable();
+            selected
+        } else {
+            minimise(
+                sat.get()?,
+                problem.num_vars(),
+                encoding.cnf.num_vars(),
+                &guesses.vars,
+            )?
+        };
 
         stats.guesses = guesses.vars.len();
         stats.corrections = guesses.corrections;
@@ -163,6 +157,7 @@ pub struct Stats {
     pub guesses: usize,
     /// Times a full solve refuted guesses that propagation had accepted.
     pub corrections: u32,
-    /// Calls to the SAT solver.
+    /// Calls to the SAT solver: 0 when propagation settled the problem and the solver was
+    /// never loaded.
     pub sat_calls: u32,
 }

@@ -306,6 +306,36 @@ fn a_guess_that_only_a_full_solve_refutes_is_replaced_by_the_next_candidate() {
 }
 
 #[test]
+fn guesses_that_propagation_completes_need_no_sat_solver() {
+    let vars = vec![
+        v("a").mandatory().depends_on(["b1", "b2"]),
+        v("b1").depends_on(["c"]),
+        v("b2"),
+        v("c").conflicts_with("b2"),
+        v("d").depends_on(["b2"]),
+    ];
+    let solution = Solver::new(vars).unwrap().solve().unwrap();
+    assert_eq!(solution.selected(), ["a", "b1", "c"]);
+    assert_eq!(solution.stats().sat_calls, 0);
+    assert_eq!(solution.stats().corrections, 0);
+}
+
+#[test]
+fn a_model_that_needs_more_than_the_guesses_goes_to_the_sat_solver() {
+    // "x or y" holds for every selection, and nothing the search guesses satisfies it: one of
+    // them must be added, which propagation alone cannot choose.
+    let vars = vec![
+        v("a").mandatory(),
+        v("x").with(Constraint::or("y", false, false)),
+        v("y"),
+    ];
+    let solution = Solver::new(vars).unwrap().solve().unwrap();
+    assert_eq!(solution.selected().len(), 2);
+    assert_eq!(solution.selected()[0], "a");
+    assert!(solution.stats().sat_calls > 0);
+}
+
+#[test]
 fn a_correction_resumes_the_search_after_the_refuted_guess() {
     // As above, but the refuted guess sits behind an earlier, good one, and later choices
     // must be made again under the replacement.
