@@ -494,10 +494,19 @@ impl CatalogIndex {
         channel: Option<&str>,
         bundle: Option<&str>,
     ) -> Deprecation<'_> {
+        // One lookup of the package for all three levels: the resolver asks this for every
+        // bundle it reaches.
+        let Some(entry) = self.packages.get(package) else {
+            return Deprecation::default();
+        };
         Deprecation {
-            package: self.package_deprecation(package),
-            channel: channel.and_then(|channel| self.channel_deprecation(package, channel)),
-            bundle: bundle.and_then(|bundle| self.bundle_deprecation(package, bundle)),
+            package: entry.package_deprecation.as_deref(),
+            channel: channel
+                .and_then(|channel| entry.channel_deprecations.get(channel))
+                .map(String::as_str),
+            bundle: bundle
+                .and_then(|bundle| entry.bundle_deprecations.get(bundle))
+                .map(String::as_str),
         }
     }
 
