@@ -45,6 +45,24 @@ impl Catalog {
         self.others.append(&mut other.others);
     }
 
+    /// The parts' blobs in order, in lists of exactly their total length: appending part
+    /// after part doubled each list as it grew (copying every blob each time, into fresh
+    /// memory) and shrinking it to fit copied it once more.
+    pub(crate) fn concat(parts: Vec<Catalog>) -> Catalog {
+        let total = |count: fn(&Catalog) -> usize| parts.iter().map(count).sum::<usize>();
+        let mut catalog = Catalog {
+            packages: Vec::with_capacity(total(|c| c.packages.len())),
+            channels: Vec::with_capacity(total(|c| c.channels.len())),
+            bundles: Vec::with_capacity(total(|c| c.bundles.len())),
+            deprecations: Vec::with_capacity(total(|c| c.deprecations.len())),
+            others: Vec::with_capacity(total(|c| c.others.len())),
+        };
+        for part in parts {
+            catalog.append(part);
+        }
+        catalog
+    }
+
     /// Gives back what the lists grew beyond their length while parsing: up to half of each,
     /// for as long as the catalog is held.
     pub(crate) fn shrink_to_fit(&mut self) {

@@ -80,17 +80,15 @@ pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog,
         .map(String::as_str)
         .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
         .collect();
-    let mut catalog = Catalog::default();
-    for part in parse_each(&files, |rel| {
+    let parts = parse_each(&files, |rel| {
         let bytes = read(rel)?;
         let mut part = Catalog::default();
         parse_into_with(&mut part, rel, &bytes, detail)?;
         Ok(part)
-    }) {
-        catalog.append(part?);
-    }
-    catalog.shrink_to_fit();
-    Ok(catalog)
+    });
+    Ok(Catalog::concat(
+        parts.into_iter().collect::<Result<_, _>>()?,
+    ))
 }
 
 /// Runs `parse` on every file, on as many threads as there are cores (files are independent

@@ -65,20 +65,13 @@ impl CatalogBuilder {
         for ((path, _), contents) in &self.ignores {
             add_ignore(&mut ignore, path, contents)?;
         }
-        let mut catalog = Catalog::default();
+        let mut parts = Vec::with_capacity(self.files.len());
         for ((path, _), parsed) in self.files {
-            if ignore.is_ignored(&path) {
-                continue;
+            if !ignore.is_ignored(&path) {
+                parts.push(parsed?);
             }
-            let mut file = parsed?;
-            catalog.packages.append(&mut file.packages);
-            catalog.channels.append(&mut file.channels);
-            catalog.bundles.append(&mut file.bundles);
-            catalog.deprecations.append(&mut file.deprecations);
-            catalog.others.append(&mut file.others);
         }
-        catalog.shrink_to_fit();
-        Ok(catalog)
+        Ok(Catalog::concat(parts))
     }
 
     /// [`CatalogBuilder::finish`], then validated and indexed ([`CatalogIndex::new`]).
