@@ -334,17 +334,23 @@ fn read_typed_documents(
     contents: &[u8],
     detail: Detail,
 ) -> Result<(), Unfinished> {
+    // The whole file is checked as UTF-8 once, and then read as text, which serde_json does
+    // not check again string by string and value by value (a sixteenth of parsing). A file
+    // that is not UTF-8 is left to the careful reader, which says where it is not.
+    let Ok(contents) = std::str::from_utf8(contents) else {
+        return Err(Unfinished { read: 0 });
+    };
     let mut offset = 0;
     let mut read = 0;
     loop {
         let rest = contents.get(offset..).unwrap_or_default();
-        match rest.iter().find(|b| !b.is_ascii_whitespace()) {
+        match rest.bytes().find(|b| !b.is_ascii_whitespace()) {
             None => return Ok(()),
             // A derived struct also reads a JSON array, by position: not a blob.
             Some(b'{') => {}
             Some(_) => return Err(Unfinished { read }),
         }
-        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<RawBlob>();
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<RawBlob>();
         let Some(Ok(blob)) = stream.next() else {
             return Err(Unfinished { read });
         };
@@ -937,10 +943,10 @@ mod tests {
     use super::*;
 
     /// Both readings of one file: the catalog, or the error as a user reads it.
-    fn both_readings(contents: &str, detail: Detail) -> [Result<Catalog, String>; 2] {
+    fn both_readings(contents: impl AsRef<[u8]>, detail: Detail) -> [Result<Catalog, String>; 2] {
         [Reading::OnePassFirst, Reading::CarefulOnly].map(|reading| {
             let mut catalog = Catalog::default();
-            parse_documents(&mut catalog, "f.json", contents.as_bytes(), detail, reading)
+            parse_documents(&mut catalog, "f.json", contents.as_ref(), detail, reading)
                 .map(|()| catalog)
                 .map_err(|e| {
                     let mut text = e.to_string();
@@ -952,6 +958,25 @@ mod tests {
                     text
                 })
         })
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_refused_as_careful_reading_refuses_it() {
+        // The one-pass reader checks the whole file once and reads it as text; a byte that
+        // is not UTF-8, even in a value nothing reads, must still be refused, with the
+        // careful reader's message.
+        let package = br#"{"schema":"olm.package","name":"p"}"#.to_vec();
+        let bundle_start = br#"{"schema":"olm.bundle","package":"p","name":"p.v1","image":"i","properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}},{"type":"olm.bundle.object","value":{"data":""#;
+        let mut file = package;
+        file.extend_from_slice(bundle_start);
+        file.extend_from_slice(b"\xff\xfe");
+        file.extend_from_slice(br#""}}]}"#);
+        for detail in [Detail::Full, Detail::Resolution] {
+            let [one_pass, careful] = both_readings(&file, detail);
+            let error = careful.as_ref().expect_err("invalid UTF-8 is refused");
+            assert!(error.contains("f.json"), "{error}");
+            assert_eq!(one_pass, careful, "{detail:?}");
+        }
     }
 
     #[test]
