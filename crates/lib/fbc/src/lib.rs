@@ -30,6 +30,7 @@ mod evaluate;
 mod gvk;
 mod ignore;
 mod index;
+mod inline;
 mod location;
 mod model;
 mod parse;

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::error::ParseError;
 use crate::ignore::{INDEX_IGNORE, IndexIgnore};
+use crate::inline::{self, Interpreted, KnownDetail};
 use crate::location::Location;
 use crate::model::{
     Bundle, Catalog, Channel, ChannelEntry, DeprecationEntry, DeprecationReference, Deprecations,
@@ -350,24 +351,39 @@ fn read_typed_documents(
             Some(b'{') => {}
             Some(_) => return Err(Unfinished { read }),
         }
-        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<RawBlob>();
-        let Some(Ok(blob)) = stream.next() else {
+        let location = Location::new(file.clone(), read + 1);
+        let taken = match detail {
+            Detail::Full => read_typed_document::<inline::Full>(catalog, rest, location),
+            Detail::Resolution => {
+                read_typed_document::<inline::Resolution>(catalog, rest, location)
+            }
+        };
+        let Some(length) = taken else {
             return Err(Unfinished { read });
         };
-        let location = Location::new(file.clone(), read + 1);
-        if !blob.add_to(catalog, location, detail) {
-            return Err(Unfinished { read });
-        }
         read += 1;
-        offset += stream.byte_offset();
+        offset += length;
     }
+}
+
+/// Reads the document at the start of `text` and adds it to `catalog` if it is a valid
+/// package, channel or bundle: how much of `text` it took, or `None` (and nothing added).
+fn read_typed_document<D: KnownDetail>(
+    catalog: &mut Catalog,
+    text: &str,
+    location: Location,
+) -> Option<usize> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<RawBlob<D>>();
+    let blob = stream.next()?.ok()?;
+    blob.add_to(catalog, location, D::DETAIL)
+        .then(|| stream.byte_offset())
 }
 
 /// A package, channel or bundle document: every field any of the three reads, each with the
 /// type and defaults of [`RawPackage`], [`RawChannel`] and [`RawBundle`].
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawBlob<'a> {
+#[serde(rename_all = "camelCase", bound(deserialize = "D: KnownDetail"))]
+struct RawBlob<D> {
     #[serde(default)]
     schema: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
@@ -386,11 +402,12 @@ struct RawBlob<'a> {
     image: String,
     #[serde(default, deserialize_with = "nullable")]
     related_images: Vec<RelatedImage>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    properties: Vec<RawProperty<'a, &'a RawValue>>,
+    /// Interpreted as they are read (see [`inline`]).
+    #[serde(default, deserialize_with = "nullable")]
+    properties: Interpreted<D>,
 }
 
-impl RawBlob<'_> {
+impl<D> RawBlob<D> {
     /// Adds the blob to `catalog` if it is a valid package, channel or bundle, with what
     /// [`add_blob`] would have made of it; `false` (and nothing added) otherwise.
     fn add_to(self, catalog: &mut Catalog, mut location: Location, detail: Detail) -> bool {
@@ -633,8 +650,11 @@ where
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", bound(deserialize = "V: Deserialize<'de>"))]
-struct RawPackage<'a, V> {
+#[serde(
+    rename_all = "camelCase",
+    bound(deserialize = "P: Deserialize<'de> + Default")
+)]
+struct RawPackage<P> {
     #[serde(default, deserialize_with = "nullable")]
     name: String,
     #[serde(default)]
@@ -643,21 +663,21 @@ struct RawPackage<'a, V> {
     description: Option<String>,
     #[serde(default)]
     icon: Option<Icon>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    properties: Vec<RawProperty<'a, V>>,
+    #[serde(default, deserialize_with = "nullable")]
+    properties: P,
 }
 
 #[derive(Deserialize)]
-#[serde(bound(deserialize = "V: Deserialize<'de>"))]
-struct RawChannel<'a, V> {
+#[serde(bound(deserialize = "P: Deserialize<'de> + Default"))]
+struct RawChannel<P> {
     #[serde(default, deserialize_with = "nullable")]
     package: String,
     #[serde(default, deserialize_with = "nullable")]
     name: String,
     #[serde(default, deserialize_with = "nullable")]
     entries: Vec<RawEntry>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    properties: Vec<RawProperty<'a, V>>,
+    #[serde(default, deserialize_with = "nullable")]
+    properties: P,
 }
 
 #[derive(Deserialize)]
@@ -674,8 +694,11 @@ struct RawEntry {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", bound(deserialize = "V: Deserialize<'de>"))]
-struct RawBundle<'a, V> {
+#[serde(
+    rename_all = "camelCase",
+    bound(deserialize = "P: Deserialize<'de> + Default")
+)]
+struct RawBundle<P> {
     #[serde(default, deserialize_with = "nullable")]
     package: String,
     #[serde(default, deserialize_with = "nullable")]
@@ -684,8 +707,8 @@ struct RawBundle<'a, V> {
     image: String,
     #[serde(default, deserialize_with = "nullable")]
     related_images: Vec<RelatedImage>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    properties: Vec<RawProperty<'a, V>>,
+    #[serde(default, deserialize_with = "nullable")]
+    properties: P,
 }
 
 #[derive(Deserialize)]
@@ -738,27 +761,37 @@ fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
 }
 
-fn properties<V: RawJson>(
-    location: &Location,
-    raw: Vec<RawProperty<'_, V>>,
-    detail: Detail,
-) -> Result<Vec<Property>, ParseError> {
-    // Pushed into an exact-size list: collecting through `Result` starts small and doubles,
-    // and every bundle of a catalog keeps its list.
-    let mut properties = Vec::with_capacity(raw.len());
-    for (index, property) in raw.iter().enumerate() {
-        properties.push(
-            property
-                .interpret(detail)
-                .map_err(|source| ParseError::Property {
-                    location: Box::new(location.clone()),
-                    index,
-                    type_name: property.type_name.clone().into_owned(),
-                    source,
-                })?,
-        );
+/// A blob's properties as a reader holds them: as read, to be interpreted now, or already
+/// interpreted (the one-pass reader's [`Interpreted`]).
+trait PropertyList {
+    fn interpret(self, location: &Location, detail: Detail) -> Result<Vec<Property>, ParseError>;
+}
+
+impl<V: RawJson> PropertyList for Vec<RawProperty<'_, V>> {
+    fn interpret(self, location: &Location, detail: Detail) -> Result<Vec<Property>, ParseError> {
+        // Pushed into an exact-size list: collecting through `Result` starts small and
+        // doubles, and every bundle of a catalog keeps its list.
+        let mut properties = Vec::with_capacity(self.len());
+        for (index, property) in self.iter().enumerate() {
+            properties.push(
+                property
+                    .interpret(detail)
+                    .map_err(|source| ParseError::Property {
+                        location: Box::new(location.clone()),
+                        index,
+                        type_name: property.type_name.clone().into_owned(),
+                        source,
+                    })?,
+            );
+        }
+        Ok(properties)
     }
-    Ok(properties)
+}
+
+impl<D> PropertyList for Interpreted<D> {
+    fn interpret(self, _: &Location, _: Detail) -> Result<Vec<Property>, ParseError> {
+        Ok(self.0)
+    }
 }
 
 fn package<'a, S: Source<'a>>(
@@ -766,13 +799,14 @@ fn package<'a, S: Source<'a>>(
     source: S,
     detail: Detail,
 ) -> Result<Package, ParseError> {
-    let raw: RawPackage<'a, S::Value> = decode(&location, SCHEMA_PACKAGE, source)?;
+    let raw: RawPackage<Vec<RawProperty<'a, S::Value>>> =
+        decode(&location, SCHEMA_PACKAGE, source)?;
     package_from(location, raw, detail)
 }
 
-fn package_from<V: RawJson>(
+fn package_from<P: PropertyList>(
     location: Location,
-    raw: RawPackage<'_, V>,
+    raw: RawPackage<P>,
     detail: Detail,
 ) -> Result<Package, ParseError> {
     require(&location, "name", &raw.name)?;
@@ -782,7 +816,7 @@ fn package_from<V: RawJson>(
         default_channel: non_empty(raw.default_channel),
         description: non_empty(raw.description).filter(|_| full),
         icon: raw.icon.filter(|_| full),
-        properties: properties(&location, raw.properties, detail)?,
+        properties: raw.properties.interpret(&location, detail)?,
         location,
     })
 }
@@ -792,13 +826,14 @@ fn channel<'a, S: Source<'a>>(
     source: S,
     detail: Detail,
 ) -> Result<Channel, ParseError> {
-    let raw: RawChannel<'a, S::Value> = decode(&location, SCHEMA_CHANNEL, source)?;
+    let raw: RawChannel<Vec<RawProperty<'a, S::Value>>> =
+        decode(&location, SCHEMA_CHANNEL, source)?;
     channel_from(location, raw, detail)
 }
 
-fn channel_from<V: RawJson>(
+fn channel_from<P: PropertyList>(
     location: Location,
-    raw: RawChannel<'_, V>,
+    raw: RawChannel<P>,
     detail: Detail,
 ) -> Result<Channel, ParseError> {
     require(&location, "package", &raw.package)?;
@@ -829,7 +864,7 @@ fn channel_from<V: RawJson>(
         package: raw.package,
         name: raw.name,
         entries,
-        properties: properties(&location, raw.properties, detail)?,
+        properties: raw.properties.interpret(&location, detail)?,
         location,
     })
 }
@@ -839,18 +874,18 @@ fn bundle<'a, S: Source<'a>>(
     source: S,
     detail: Detail,
 ) -> Result<Bundle, ParseError> {
-    let raw: RawBundle<'a, S::Value> = decode(&location, SCHEMA_BUNDLE, source)?;
+    let raw: RawBundle<Vec<RawProperty<'a, S::Value>>> = decode(&location, SCHEMA_BUNDLE, source)?;
     bundle_from(location, raw, detail)
 }
 
-fn bundle_from<V: RawJson>(
+fn bundle_from<P: PropertyList>(
     location: Location,
-    raw: RawBundle<'_, V>,
+    raw: RawBundle<P>,
     detail: Detail,
 ) -> Result<Bundle, ParseError> {
     require(&location, "package", &raw.package)?;
     require(&location, "name", &raw.name)?;
-    let properties = properties(&location, raw.properties, detail)?;
+    let properties = raw.properties.interpret(&location, detail)?;
     let mut packages = properties.iter().filter_map(|p| match p {
         Property::Package(p) => Some(p.as_ref()),
         _ => None,
@@ -1005,6 +1040,40 @@ mod tests {
             format!(r#"{package}{{"schema":"olm.bundle","package":"p",]}}{bundle}"#),
             format!(
                 r#"{package}{{"schema":"olm.bundle","package":"p","name":"x","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"v1"}}}}]}}{{"schema":"olm.package","name":"z""#
+            ),
+            // Properties the one-pass reader interprets as it reads them, or leaves to the
+            // careful reader: every known type; an escaped type; a null, missing or extra
+            // value; an invalid version, range, constraint and OpenShift version.
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v4","image":"i","properties":[{}]}}"#,
+                [
+                    r#"{"type":"olm.package","value":{"packageName":"p","version":"4.0.0","release":""}}"#,
+                    r#"{"type":"olm.gvk.required","value":{"group":"g","kind":"K","version":"v1"}}"#,
+                    r#"{"type":"olm.constraint","value":{"failureMessage":"f","package":{"packageName":"q","versionRange":">=1"}}}"#,
+                    r#"{"type":"olm.maxOpenShiftVersion","value":4.12}"#,
+                    r#"{"type":"olm.maxOpenShiftVersion","value":"4.13"}"#,
+                    r#"{"type":"vendor.example/null","value":null}"#,
+                    r#"{"type":"olm.csv.metadata","value":{"annotations":{"a":"b"},"installModes":[{"type":"AllNamespaces","supported":true}]}}"#,
+                ]
+                .join(",")
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v5","image":"i","properties":[{{"type":"olm.p\u0061ckage","value":{{"packageName":"p","version":"5.0.0"}}}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v6","image":"i","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"6.0.0"}},"extra":1}},{{"type":"vendor.example/none"}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v7","image":"i","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"7.0.0"}}}},{{"type":"olm.package.required","value":{{"packageName":"q","versionRange":"not a range"}}}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v8","image":"i","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"8.0.0"}}}},{{"type":"olm.maxOpenShiftVersion","value":true}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v9","image":"i","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"9.0.0"}}}},{{"type":"olm.constraint","value":{{"cel":{{"rule":"x"}},"all":{{}}}}}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v10","image":"i","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"10.0.0"}}}},{{"type":"olm.csv.metadata","value":{{"keywords":"not a list"}}}}]}}"#
             ),
             // Not objects, no schema, a null schema.
             format!("{package}[1,2]"),

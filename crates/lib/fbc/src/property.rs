@@ -256,90 +256,125 @@ pub(crate) fn parse_version(text: &str) -> Result<Version, PropertyError> {
     })
 }
 
-impl<V: RawJson> RawProperty<'_, V> {
-    /// The value as `T`; an absent value is `null`.
-    fn shape<T: DeserializeOwned>(&self) -> Result<T, PropertyError> {
+/// Where [`interpret`] reads a property's value from. It reads the value exactly once, in
+/// one of three ways.
+pub(crate) trait ValueSource {
+    /// The value as `T`.
+    fn shape<T: DeserializeOwned>(&mut self, type_name: &str) -> Result<T, PropertyError>;
+
+    /// The value itself; only small values are read this way, since only what resolution
+    /// does not read can be large.
+    fn value(&mut self, type_name: &str) -> Result<Value, PropertyError>;
+
+    /// Passes over a value that is not kept (checked only as JSON).
+    fn skip(&mut self, type_name: &str) -> Result<(), PropertyError>;
+}
+
+/// A property held as read: its value was checked as JSON when it was read.
+impl<V: RawJson> ValueSource for &RawProperty<'_, V> {
+    /// An absent value is `null`.
+    fn shape<T: DeserializeOwned>(&mut self, type_name: &str) -> Result<T, PropertyError> {
         match &self.value {
             Some(value) => value.read(),
             None => Value::Null.read(),
         }
-        .map_err(|source| PropertyError::Shape {
-            type_name: self.type_name.clone().into_owned(),
-            source,
-        })
+        .map_err(|source| shape_error(type_name, source))
     }
 
-    /// The value itself; only small values are read this way, since only what resolution
-    /// does not read can be large.
-    fn value(&self) -> Result<Value, PropertyError> {
+    fn value(&mut self, type_name: &str) -> Result<Value, PropertyError> {
         match &self.value {
             Some(value) => value.to_value(),
             None => Ok(Value::Null),
         }
-        .map_err(|source| PropertyError::Shape {
-            type_name: self.type_name.clone().into_owned(),
-            source,
-        })
+        .map_err(|source| shape_error(type_name, source))
     }
 
+    fn skip(&mut self, _: &str) -> Result<(), PropertyError> {
+        Ok(())
+    }
+}
+
+/// A value of the wrong shape for its type.
+pub(crate) fn shape_error(type_name: &str, source: serde_json::Error) -> PropertyError {
+    PropertyError::Shape {
+        type_name: type_name.to_owned(),
+        source,
+    }
+}
+
+impl<V: RawJson> RawProperty<'_, V> {
     /// The typed property, or why its value is invalid; `detail` says whether values this
     /// crate does not read are kept.
     pub(crate) fn interpret(&self, detail: Detail) -> Result<Property, PropertyError> {
-        let type_name = self.type_name.as_ref();
-        Ok(match type_name {
-            TYPE_PACKAGE => {
-                let p: RawPackageProperty = self.shape()?;
-                Property::Package(Box::new(PackageProperty {
-                    version: parse_version(&p.version)?,
-                    package_name: p.package_name,
-                    release: p.release.filter(|r| !r.is_empty()),
-                }))
-            }
-            TYPE_GVK => Property::Gvk(Box::new(self.shape()?)),
-            TYPE_GVK_REQUIRED => Property::GvkRequired(Box::new(self.shape()?)),
-            TYPE_PACKAGE_REQUIRED => {
-                let p: RawPackageRequired = self.shape()?;
-                let version_range =
-                    VersionRange::parse(&p.version_range, PrereleasePolicy::Ordered)
-                        .map_err(PropertyError::Range)?;
-                Property::PackageRequired(PackageRequired {
-                    package_name: p.package_name,
-                    version_range,
-                })
-            }
-            TYPE_CONSTRAINT => {
-                Property::Constraint(Box::new(Constraint::from_value(&self.value()?)?))
-            }
-            TYPE_MAX_OPENSHIFT_VERSION => Property::MaxOpenShiftVersion(match self.value()? {
+        interpret(&self.type_name, &mut &*self, detail)
+    }
+}
+
+/// The typed property of type `type_name` with the value `source` gives, or why the value is
+/// invalid; `detail` says whether values this crate does not read are kept.
+pub(crate) fn interpret(
+    type_name: &str,
+    source: &mut impl ValueSource,
+    detail: Detail,
+) -> Result<Property, PropertyError> {
+    Ok(match type_name {
+        TYPE_PACKAGE => {
+            let p: RawPackageProperty = source.shape(type_name)?;
+            Property::Package(Box::new(PackageProperty {
+                version: parse_version(&p.version)?,
+                package_name: p.package_name,
+                release: p.release.filter(|r| !r.is_empty()),
+            }))
+        }
+        TYPE_GVK => Property::Gvk(Box::new(source.shape(type_name)?)),
+        TYPE_GVK_REQUIRED => Property::GvkRequired(Box::new(source.shape(type_name)?)),
+        TYPE_PACKAGE_REQUIRED => {
+            let p: RawPackageRequired = source.shape(type_name)?;
+            let version_range = VersionRange::parse(&p.version_range, PrereleasePolicy::Ordered)
+                .map_err(PropertyError::Range)?;
+            Property::PackageRequired(PackageRequired {
+                package_name: p.package_name,
+                version_range,
+            })
+        }
+        TYPE_CONSTRAINT => {
+            Property::Constraint(Box::new(Constraint::from_value(&source.value(type_name)?)?))
+        }
+        TYPE_MAX_OPENSHIFT_VERSION => {
+            Property::MaxOpenShiftVersion(match source.value(type_name)? {
                 Value::String(s) => s,
                 Value::Number(n) => n.to_string(),
                 _ => return Err(PropertyError::MaxOpenShiftVersion),
-            }),
-            TYPE_CSV_METADATA => match detail {
-                Detail::Full => Property::CsvMetadata(Box::new(self.shape()?)),
-                // Checked in full either way, so that both details accept the same catalogs.
-                Detail::Resolution => Property::CsvMinKubeVersion(
-                    self.shape::<MinKubeVersion>()?
-                        .0
-                        .map(String::into_boxed_str),
-                ),
+            })
+        }
+        TYPE_CSV_METADATA => match detail {
+            Detail::Full => Property::CsvMetadata(Box::new(source.shape(type_name)?)),
+            // Checked in full either way, so that both details accept the same catalogs.
+            Detail::Resolution => Property::CsvMinKubeVersion(
+                source
+                    .shape::<MinKubeVersion>(type_name)?
+                    .0
+                    .map(String::into_boxed_str),
+            ),
+        },
+        _ => match detail {
+            Detail::Full => Property::Other {
+                type_name: type_name.to_owned(),
+                value: Box::new(source.value(type_name)?),
             },
-            _ => match detail {
-                Detail::Full => Property::Other {
-                    type_name: type_name.to_owned(),
-                    value: Box::new(self.value()?),
-                },
-                Detail::Resolution => Property::Omitted {
+            Detail::Resolution => {
+                source.skip(type_name)?;
+                Property::Omitted {
                     // The type every bundle repeats costs no allocation.
                     type_name: if type_name == TYPE_BUNDLE_OBJECT {
                         Cow::Borrowed(TYPE_BUNDLE_OBJECT)
                     } else {
                         Cow::Owned(type_name.to_owned())
                     },
-                },
-            },
-        })
-    }
+                }
+            }
+        },
+    })
 }
 
 #[cfg(test)]
