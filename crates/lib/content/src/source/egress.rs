@@ -147,14 +147,19 @@ pub fn url_host(url: &str) -> Option<(String, u16)> {
     (!host.is_empty() && !host.contains('/')).then(|| (host.to_owned(), 22))
 }
 
-/// The registry host and port of an image reference (`registry[:port]/repo[:tag|@digest]`;
-/// a reference without a registry part is Docker Hub).
+/// Where oci-client connects for Docker Hub (its `Reference::resolve_registry`).
+const DOCKER_HUB_HOST: &str = "index.docker.io";
+
+/// The registry host and port an image pull connects to (`registry[:port]/repo[:tag|@digest]`).
+/// A reference without a registry part, or naming `docker.io` or `index.docker.io`, is
+/// Docker Hub, which the client reaches at `index.docker.io`.
 pub fn image_host(reference: &str) -> (String, u16) {
-    let first = reference.split('/').next().unwrap_or_default();
-    let is_registry = reference.contains('/')
-        && (first.contains('.') || first.contains(':') || first == "localhost");
-    if !is_registry {
-        return ("registry-1.docker.io".to_owned(), 443);
+    let docker_hub = || (DOCKER_HUB_HOST.to_owned(), 443);
+    let Some((first, _)) = super::reference::registry_part(reference) else {
+        return docker_hub();
+    };
+    if first == "docker.io" || first == DOCKER_HUB_HOST {
+        return docker_hub();
     }
     if let Some(rest) = first.strip_prefix('[') {
         // [v6]:port
@@ -264,10 +269,34 @@ mod tests {
             ("127.0.0.1".into(), 5000)
         );
         assert_eq!(image_host("localhost/img"), ("localhost".into(), 443));
-        assert_eq!(
-            image_host("busybox:1"),
-            ("registry-1.docker.io".into(), 443)
-        );
+        assert_eq!(image_host("busybox:1"), ("index.docker.io".into(), 443));
         assert_eq!(image_host("[fe80::1]:5000/img"), ("fe80::1".into(), 5000));
+    }
+
+    #[test]
+    fn the_egress_check_takes_the_registry_that_pulling_takes() {
+        // What is checked against the denied networks must be where the pull connects.
+        for reference in [
+            "quay.io/org/img:1",
+            "127.0.0.1:5000/img@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            "localhost/img",
+            "localhost:5000/a/b",
+            "busybox:1",
+            "library/busybox",
+            "org/img",
+            "index.docker.io/img",
+            "docker.io/library/busybox",
+            "registry.internal:8443/team/op-bundle:v1",
+        ] {
+            // The registry the image source connects to (source/image.rs).
+            let pulled = super::super::reference::parse(reference).unwrap();
+            let registry = pulled.resolve_registry();
+            let (host, port) = image_host(reference);
+            let expected = match registry.rsplit_once(':') {
+                Some((host, port)) => (host.to_owned(), port.parse().unwrap()),
+                None => (registry.to_owned(), 443),
+            };
+            assert_eq!((host, port), expected, "{reference}");
+        }
     }
 }

@@ -184,13 +184,20 @@ fn check_digest(digest: &str) -> Result<(), String> {
     }
 }
 
+/// The registry part of a name or reference and the rest, when it names one: the first
+/// `/`-separated component, if it has a `.` or a `:` or is `localhost`. Otherwise the whole
+/// name is a repository on Docker Hub. The one rule for what pulling an image and the egress
+/// check both take as the registry.
+pub(crate) fn registry_part(name: &str) -> Option<(&str, &str)> {
+    name.split_once('/')
+        .filter(|(first, _)| first.contains(['.', ':']) || *first == "localhost")
+}
+
 /// The registry and repository of a valid name, with `docker pull`'s defaults.
 fn split_registry(name: &str) -> (String, String) {
-    let (mut registry, mut repository) = match name.split_once('/') {
-        Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => {
-            (first.to_owned(), rest.to_owned())
-        }
-        _ => (DEFAULT_REGISTRY.to_owned(), name.to_owned()),
+    let (mut registry, mut repository) = match registry_part(name) {
+        Some((first, rest)) => (first.to_owned(), rest.to_owned()),
+        None => (DEFAULT_REGISTRY.to_owned(), name.to_owned()),
     };
     if registry == LEGACY_DEFAULT_REGISTRY {
         registry = DEFAULT_REGISTRY.to_owned();
