@@ -37,12 +37,11 @@ impl<'a> LazySat<'a> {
     /// constraints that clash: the same answer, from the same solver state, as when the
     /// solver was loaded before the search.
     pub fn get(&mut self) -> Result<&mut Sat, SolveError> {
-        if self.sat.is_none() {
-            self.sat = Some(self.load()?);
-        }
-        self.sat
-            .as_mut()
-            .ok_or(SolveError::Internal("the SAT solver was not kept"))
+        let sat = match self.sat.take() {
+            Some(sat) => sat,
+            None => self.load()?,
+        };
+        Ok(self.sat.insert(sat))
     }
 
     /// Calls made to the SAT solver; 0 when it was never loaded.
