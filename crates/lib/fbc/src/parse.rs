@@ -12,13 +12,13 @@ use serde_json::value::RawValue;
 
 use crate::error::ParseError;
 use crate::ignore::{INDEX_IGNORE, IndexIgnore};
-use crate::inline::{self, Interpreted, KnownDetail};
 use crate::location::Location;
 use crate::model::{
     Bundle, Catalog, Channel, ChannelEntry, DeprecationEntry, DeprecationReference, Deprecations,
     Icon, Meta, Package, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS,
     SCHEMA_PACKAGE,
 };
+use crate::one_pass::{self, Interpreted, KnownDetail};
 use crate::property::{Property, RawJson, RawProperty};
 use crate::range::{PrereleasePolicy, VersionRange};
 use crate::scan::{Head, without_position};
@@ -353,9 +353,9 @@ fn read_typed_documents(
         }
         let location = Location::new(file.clone(), read + 1);
         let taken = match detail {
-            Detail::Full => read_typed_document::<inline::Full>(catalog, rest, location),
+            Detail::Full => read_typed_document::<one_pass::Full>(catalog, rest, location),
             Detail::Resolution => {
-                read_typed_document::<inline::Resolution>(catalog, rest, location)
+                read_typed_document::<one_pass::Resolution>(catalog, rest, location)
             }
         };
         let Some(length) = taken else {
@@ -402,7 +402,7 @@ struct RawBlob<D> {
     image: String,
     #[serde(default, deserialize_with = "nullable")]
     related_images: Vec<RelatedImage>,
-    /// Interpreted as they are read (see [`inline`]).
+    /// Interpreted as they are read (see [`one_pass`]).
     #[serde(default, deserialize_with = "nullable")]
     properties: Interpreted<D>,
 }
