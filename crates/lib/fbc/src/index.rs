@@ -1,6 +1,6 @@
 //! A validated, queryable catalog.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::path::Path;
 
@@ -11,6 +11,7 @@ use crate::error::ParseError;
 use crate::gvk::Gvk;
 use crate::location::Location;
 use crate::model::{Bundle, Catalog, Channel, DeprecationReference, Package};
+use crate::parallel;
 use crate::parse::{Detail, parse_dir_with, parse_files_with};
 use crate::range::{VersionRange, compare_precedence};
 
@@ -176,7 +177,9 @@ impl Deprecation<'_> {
 /// A catalog that breaks one or more rules; every problem found is listed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogError {
-    /// The problems, in the order found (packages, channels, bundles, deprecations).
+    /// The problems: duplicate packages; bundles' and then channels' problems, in file order;
+    /// each package's own (channels, default channel, versions) in package name order; then
+    /// deprecations' problems in file order.
     pub problems: Vec<IndexError>,
 }
 
@@ -226,7 +229,12 @@ pub enum LoadError {
 #[derive(Debug, Clone)]
 pub struct CatalogIndex {
     catalog: Catalog,
-    packages: BTreeMap<String, PackageIndex>,
+    /// One entry per package name (its first `olm.package` blob), in name order.
+    packages: Vec<PackageIndex>,
+    /// Package name -> position in `packages`. The resolver looks a package up several times
+    /// for every bundle it reaches; a hash probe is one comparison of the name, where an
+    /// ordered map compared it with a dozen others.
+    by_name: foldhash::HashMap<String, usize>,
     providers: foldhash::HashMap<Gvk, Vec<usize>>,
 }
 
@@ -246,41 +254,80 @@ struct PackageIndex {
     problems: Vec<IndexError>,
 }
 
+/// The blobs that name one package, as indices into the catalog's lists, in catalog order.
+#[derive(Debug, Default)]
+struct Members {
+    /// Index in `catalog.packages` of the package's (first) blob.
+    package: usize,
+    bundles: Vec<usize>,
+    channels: Vec<usize>,
+    deprecations: Vec<usize>,
+}
+
+/// When a problem is reported: [`CatalogError::problems`] lists them by stage, then by the
+/// position of the blob (or, for [`Stage::Contents`], the package name) they concern, whatever
+/// order the packages were indexed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    /// Duplicate package blobs, by blob.
+    Packages,
+    /// Bundles without an image, of unknown packages, or repeated; by bundle blob.
+    Bundles,
+    /// Channels of unknown packages, repeated, or with an invalid entry list; by channel blob.
+    Channels,
+    /// What a package holds as a whole (channels, default channel, versions); by package name.
+    Contents,
+    /// Deprecation blobs and their entries, by deprecation blob.
+    Deprecations,
+}
+
+/// A problem and where it sorts among the others.
+struct Found {
+    stage: Stage,
+    at: usize,
+    problem: IndexError,
+}
+
+impl Found {
+    fn new(stage: Stage, at: usize, problem: IndexError) -> Self {
+        Self { stage, at, problem }
+    }
+}
+
 impl CatalogIndex {
     /// Validates `catalog` and indexes it.
+    ///
+    /// Blobs are grouped by package in one pass; each package is then indexed on its own,
+    /// on every core (its channel graphs are most of the work).
     pub fn new(catalog: Catalog) -> Result<Self, CatalogError> {
-        let mut problems = Vec::new();
-        let mut packages: BTreeMap<String, PackageIndex> = BTreeMap::new();
-
-        for (i, package) in catalog.packages.iter().enumerate() {
-            if let Some(existing) = packages.get(&package.name) {
-                problems.push(IndexError::DuplicatePackage {
-                    name: package.name.clone(),
-                    location: package.location.clone(),
-                    first: catalog.packages[existing.package].location.clone(),
-                });
-            } else {
-                packages.insert(
-                    package.name.clone(),
-                    PackageIndex {
-                        package: i,
-                        ..PackageIndex::default()
-                    },
-                );
+        let mut found = Vec::new();
+        let members = group_by_package(&catalog, &mut found);
+        let indexed = parallel::map_in_order(
+            &members,
+            16,
+            |members| index_package(&catalog, members),
+            |_| false,
+        );
+        let mut packages = Vec::with_capacity(indexed.len());
+        for (slot, (index, mut problems)) in indexed.into_iter().enumerate() {
+            for problem in &mut problems {
+                if problem.stage == Stage::Contents {
+                    problem.at = slot;
+                }
             }
+            found.extend(problems);
+            packages.push(index);
         }
-
-        index_bundles(&catalog, &mut packages, &mut problems);
-        index_channels(&catalog, &mut packages, &mut problems);
-        check_packages(&catalog, &packages, &mut problems);
-        index_deprecations(&catalog, &mut packages, &mut problems);
-
-        if !problems.is_empty() {
-            return Err(CatalogError { problems });
+        if !found.is_empty() {
+            // Stable: problems of one blob keep the order they were found in.
+            found.sort_by_key(|found| (found.stage, found.at));
+            return Err(CatalogError {
+                problems: found.into_iter().map(|found| found.problem).collect(),
+            });
         }
 
         let mut providers: foldhash::HashMap<Gvk, Vec<usize>> = foldhash::HashMap::default();
-        for index in packages.values() {
+        for index in &packages {
             for &b in &index.bundles {
                 for gvk in catalog.bundles[b].provided_gvks() {
                     let list = providers.entry(gvk.clone()).or_default();
@@ -290,11 +337,22 @@ impl CatalogIndex {
                 }
             }
         }
+        let by_name = packages
+            .iter()
+            .enumerate()
+            .map(|(slot, index)| (catalog.packages[index.package].name.clone(), slot))
+            .collect();
         Ok(Self {
             catalog,
             packages,
+            by_name,
             providers,
         })
+    }
+
+    /// The index of package `name`.
+    fn entry(&self, name: &str) -> Option<&PackageIndex> {
+        self.by_name.get(name).map(|&slot| &self.packages[slot])
     }
 
     /// Parses the catalog directory at `root` and indexes it.
@@ -340,15 +398,13 @@ impl CatalogIndex {
     /// Packages, by name.
     pub fn packages(&self) -> impl Iterator<Item = &Package> {
         self.packages
-            .values()
+            .iter()
             .map(|p| &self.catalog.packages[p.package])
     }
 
     /// The package called `name`.
     pub fn package(&self, name: &str) -> Option<&Package> {
-        self.packages
-            .get(name)
-            .map(|p| &self.catalog.packages[p.package])
+        self.entry(name).map(|p| &self.catalog.packages[p.package])
     }
 
     /// The package's default channel, if it declares one.
@@ -359,8 +415,7 @@ impl CatalogIndex {
 
     /// The package's channels, by name.
     pub fn channels(&self, package: &str) -> impl Iterator<Item = &Channel> {
-        self.packages
-            .get(package)
+        self.entry(package)
             .into_iter()
             .flat_map(|p| p.channels.values())
             .map(|(c, _)| &self.catalog.channels[*c])
@@ -368,19 +423,18 @@ impl CatalogIndex {
 
     /// The channel `name` of `package`.
     pub fn channel(&self, package: &str, name: &str) -> Option<&Channel> {
-        let (c, _) = self.packages.get(package)?.channels.get(name)?;
+        let (c, _) = self.entry(package)?.channels.get(name)?;
         Some(&self.catalog.channels[*c])
     }
 
     /// The upgrade graph of channel `name` of `package`.
     pub fn channel_graph(&self, package: &str, name: &str) -> Option<&ChannelGraph> {
-        Some(&self.packages.get(package)?.channels.get(name)?.1)
+        Some(&self.entry(package)?.channels.get(name)?.1)
     }
 
     /// The package's bundles, newest version first (ties by name).
     pub fn bundles(&self, package: &str) -> impl Iterator<Item = &Bundle> {
-        self.packages
-            .get(package)
+        self.entry(package)
             .into_iter()
             .flat_map(|p| &p.bundles)
             .map(|b| &self.catalog.bundles[*b])
@@ -388,13 +442,13 @@ impl CatalogIndex {
 
     /// The bundle `name` of `package`.
     pub fn bundle(&self, package: &str, name: &str) -> Option<&Bundle> {
-        let b = self.packages.get(package)?.bundle_by_name.get(name)?;
+        let b = self.entry(package)?.bundle_by_name.get(name)?;
         Some(&self.catalog.bundles[*b])
     }
 
     /// The channels of `package` that contain bundle `name`, by channel name.
     pub fn bundle_channels(&self, package: &str, name: &str) -> Vec<&Channel> {
-        let Some(index) = self.packages.get(package) else {
+        let Some(index) = self.entry(package) else {
             return Vec::new();
         };
         index
@@ -446,7 +500,7 @@ impl CatalogIndex {
         name: &str,
         version: Option<&Version>,
     ) -> Vec<&Bundle> {
-        let Some(index) = self.packages.get(package) else {
+        let Some(index) = self.entry(package) else {
             return Vec::new();
         };
         let names: BTreeSet<&str> = index
@@ -469,8 +523,7 @@ impl CatalogIndex {
     /// [`CatalogIndex::channel_graph`]; the package's bundles stay listed, so that what was
     /// installed from it can still be looked up.
     pub fn package_problems(&self, package: &str) -> &[IndexError] {
-        self.packages
-            .get(package)
+        self.entry(package)
             .map_or(&[][..], |p| p.problems.as_slice())
     }
 
@@ -479,8 +532,11 @@ impl CatalogIndex {
     pub fn unusable_packages(&self) -> impl Iterator<Item = (&str, &[IndexError])> {
         self.packages
             .iter()
-            .filter(|(_, p)| !p.problems.is_empty())
-            .map(|(name, p)| (name.as_str(), p.problems.as_slice()))
+            .filter(|p| !p.problems.is_empty())
+            .map(|p| {
+                let name = self.catalog.packages[p.package].name.as_str();
+                (name, p.problems.as_slice())
+            })
     }
 
     /// Every deprecation notice that applies to a choice of `package`, optionally narrowed to
@@ -496,7 +552,7 @@ impl CatalogIndex {
     ) -> Deprecation<'_> {
         // One lookup of the package for all three levels: the resolver asks this for every
         // bundle it reaches.
-        let Some(entry) = self.packages.get(package) else {
+        let Some(entry) = self.entry(package) else {
             return Deprecation::default();
         };
         Deprecation {
@@ -512,13 +568,12 @@ impl CatalogIndex {
 
     /// The deprecation message of the whole package, if deprecated.
     pub fn package_deprecation(&self, package: &str) -> Option<&str> {
-        self.packages.get(package)?.package_deprecation.as_deref()
+        self.entry(package)?.package_deprecation.as_deref()
     }
 
     /// The deprecation message of a channel, if deprecated.
     pub fn channel_deprecation(&self, package: &str, channel: &str) -> Option<&str> {
-        self.packages
-            .get(package)?
+        self.entry(package)?
             .channel_deprecations
             .get(channel)
             .map(String::as_str)
@@ -526,80 +581,178 @@ impl CatalogIndex {
 
     /// The deprecation message of a bundle, if deprecated.
     pub fn bundle_deprecation(&self, package: &str, bundle: &str) -> Option<&str> {
-        self.packages
-            .get(package)?
+        self.entry(package)?
             .bundle_deprecations
             .get(bundle)
             .map(String::as_str)
     }
 }
 
-fn index_bundles(
-    catalog: &Catalog,
-    packages: &mut BTreeMap<String, PackageIndex>,
-    problems: &mut Vec<IndexError>,
-) {
+/// Groups the catalog's blobs by the package they name, in package name order, reporting
+/// duplicate packages, bundles without an image, and blobs of undeclared packages.
+fn group_by_package(catalog: &Catalog, found: &mut Vec<Found>) -> Vec<Members> {
+    let mut slots: foldhash::HashMap<&str, usize> = foldhash::HashMap::default();
+    let mut firsts = Vec::new();
+    for (i, package) in catalog.packages.iter().enumerate() {
+        if let Some(&slot) = slots.get(package.name.as_str()) {
+            let first: usize = firsts[slot];
+            found.push(Found::new(
+                Stage::Packages,
+                i,
+                IndexError::DuplicatePackage {
+                    name: package.name.clone(),
+                    location: package.location.clone(),
+                    first: catalog.packages[first].location.clone(),
+                },
+            ));
+        } else {
+            slots.insert(&package.name, firsts.len());
+            firsts.push(i);
+        }
+    }
+    // Slots in name order, so that the index lists packages by name.
+    let mut by_name: Vec<usize> = (0..firsts.len()).collect();
+    by_name.sort_unstable_by_key(|&slot| catalog.packages[firsts[slot]].name.as_str());
+    let mut rank = vec![0; by_name.len()];
+    for (position, &slot) in by_name.iter().enumerate() {
+        rank[slot] = position;
+    }
+    let mut members: Vec<Members> = by_name
+        .iter()
+        .map(|&slot| Members {
+            package: firsts[slot],
+            ..Members::default()
+        })
+        .collect();
+    let member_of =
+        |found: &mut Vec<Found>, package: &str, stage: Stage, at: usize, location: &Location| {
+            let slot = slots.get(package).map(|&slot| rank[slot]);
+            if slot.is_none() {
+                found.push(Found::new(
+                    stage,
+                    at,
+                    IndexError::UnknownPackage {
+                        package: package.to_owned(),
+                        location: location.clone(),
+                    },
+                ));
+            }
+            slot
+        };
+
     for (i, bundle) in catalog.bundles.iter().enumerate() {
         if bundle.image.is_empty() && !bundle.has_inline_objects() {
-            problems.push(IndexError::BundleWithoutImage {
-                name: bundle.name.clone(),
-                location: bundle.location.clone(),
-            });
+            found.push(Found::new(
+                Stage::Bundles,
+                i,
+                IndexError::BundleWithoutImage {
+                    name: bundle.name.clone(),
+                    location: bundle.location.clone(),
+                },
+            ));
         }
-        let Some(index) = packages.get_mut(&bundle.package) else {
-            problems.push(IndexError::UnknownPackage {
-                package: bundle.package.clone(),
-                location: bundle.location.clone(),
-            });
-            continue;
-        };
+        if let Some(slot) = member_of(found, &bundle.package, Stage::Bundles, i, &bundle.location) {
+            members[slot].bundles.push(i);
+        }
+    }
+    for (i, channel) in catalog.channels.iter().enumerate() {
+        if let Some(slot) = member_of(
+            found,
+            &channel.package,
+            Stage::Channels,
+            i,
+            &channel.location,
+        ) {
+            members[slot].channels.push(i);
+        }
+    }
+    for (i, deprecations) in catalog.deprecations.iter().enumerate() {
+        let location = &deprecations.location;
+        if let Some(slot) = member_of(
+            found,
+            &deprecations.package,
+            Stage::Deprecations,
+            i,
+            location,
+        ) {
+            members[slot].deprecations.push(i);
+        }
+    }
+    members
+}
+
+/// Indexes one package from its blobs. Problems of [`Stage::Contents`] are found in the
+/// order that stage lists them in; their position is the caller's to set.
+fn index_package(catalog: &Catalog, members: &Members) -> (PackageIndex, Vec<Found>) {
+    let mut index = PackageIndex {
+        package: members.package,
+        ..PackageIndex::default()
+    };
+    let mut found = Vec::new();
+    index_bundles(catalog, members, &mut index, &mut found);
+    index_channels(catalog, members, &mut index, &mut found);
+    check_contents(catalog, members, &index, &mut found);
+    index_deprecations(catalog, members, &mut index, &mut found);
+    (index, found)
+}
+
+fn index_bundles(
+    catalog: &Catalog,
+    members: &Members,
+    index: &mut PackageIndex,
+    found: &mut Vec<Found>,
+) {
+    index.bundle_by_name.reserve(members.bundles.len());
+    for &i in &members.bundles {
+        let bundle = &catalog.bundles[i];
         if let Some(&first) = index.bundle_by_name.get(&bundle.name) {
-            problems.push(IndexError::DuplicateBundle {
-                package: bundle.package.clone(),
-                name: bundle.name.clone(),
-                location: bundle.location.clone(),
-                first: catalog.bundles[first].location.clone(),
-            });
+            found.push(Found::new(
+                Stage::Bundles,
+                i,
+                IndexError::DuplicateBundle {
+                    package: bundle.package.clone(),
+                    name: bundle.name.clone(),
+                    location: bundle.location.clone(),
+                    first: catalog.bundles[first].location.clone(),
+                },
+            ));
             continue;
         }
         index.bundle_by_name.insert(bundle.name.clone(), i);
         index.bundles.push(i);
     }
-    for index in packages.values_mut() {
-        index.bundles.sort_by(|&a, &b| {
-            let (a, b) = (&catalog.bundles[a], &catalog.bundles[b]);
-            compare_precedence(&b.version, &a.version)
-                .then_with(|| b.version.build.cmp(&a.version.build))
-                .then_with(|| a.name.cmp(&b.name))
-        });
-    }
+    index.bundles.sort_by(|&a, &b| {
+        let (a, b) = (&catalog.bundles[a], &catalog.bundles[b]);
+        compare_precedence(&b.version, &a.version)
+            .then_with(|| b.version.build.cmp(&a.version.build))
+            .then_with(|| a.name.cmp(&b.name))
+    });
 }
 
 fn index_channels(
     catalog: &Catalog,
-    packages: &mut BTreeMap<String, PackageIndex>,
-    problems: &mut Vec<IndexError>,
+    members: &Members,
+    index: &mut PackageIndex,
+    found: &mut Vec<Found>,
 ) {
-    for (i, channel) in catalog.channels.iter().enumerate() {
-        let Some(index) = packages.get_mut(&channel.package) else {
-            problems.push(IndexError::UnknownPackage {
-                package: channel.package.clone(),
-                location: channel.location.clone(),
-            });
-            continue;
-        };
+    for &i in &members.channels {
+        let channel = &catalog.channels[i];
         if let Some((first, _)) = index.channels.get(&channel.name) {
-            problems.push(IndexError::DuplicateChannel {
-                package: channel.package.clone(),
-                name: channel.name.clone(),
-                location: channel.location.clone(),
-                first: catalog.channels[*first].location.clone(),
-            });
+            found.push(Found::new(
+                Stage::Channels,
+                i,
+                IndexError::DuplicateChannel {
+                    package: channel.package.clone(),
+                    name: channel.name.clone(),
+                    location: channel.location.clone(),
+                    first: catalog.channels[*first].location.clone(),
+                },
+            ));
             continue;
         }
+        let bundle_by_name = &index.bundle_by_name;
         let version_of = |name: &str| {
-            index
-                .bundle_by_name
+            bundle_by_name
                 .get(name)
                 .map(|&b| &catalog.bundles[b].version)
         };
@@ -621,137 +774,141 @@ fn index_channels(
                 if graph_error {
                     index.problems.push(problem);
                 } else {
-                    problems.push(problem);
+                    found.push(Found::new(Stage::Channels, i, problem));
                 }
             }
         }
     }
 }
 
-fn check_packages(
+fn check_contents(
     catalog: &Catalog,
-    packages: &BTreeMap<String, PackageIndex>,
-    problems: &mut Vec<IndexError>,
+    members: &Members,
+    index: &PackageIndex,
+    found: &mut Vec<Found>,
 ) {
-    // Channels that failed validation are not indexed; remember every declared name so their
-    // bundles and default channel are not reported a second time.
-    let mut declared: HashMap<&str, Vec<&Channel>> = HashMap::new();
-    for channel in &catalog.channels {
-        declared.entry(&channel.package).or_default().push(channel);
+    let package = &catalog.packages[index.package];
+    let name = &package.name;
+    let mut problem = |problem| found.push(Found::new(Stage::Contents, 0, problem));
+    // Every declared channel counts here, also those that failed validation and were not
+    // indexed, so that their bundles and the default channel are not reported a second time.
+    let channels = || members.channels.iter().map(|&c| &catalog.channels[c]);
+    if members.channels.is_empty() {
+        problem(IndexError::PackageWithoutChannels {
+            package: name.clone(),
+            location: package.location.clone(),
+        });
     }
-    for (name, index) in packages {
-        let package = &catalog.packages[index.package];
-        let channels = declared.get(name.as_str()).map_or(&[][..], Vec::as_slice);
-        if channels.is_empty() {
-            problems.push(IndexError::PackageWithoutChannels {
+    if let Some(default) = &package.default_channel
+        && !channels().any(|c| &c.name == default)
+    {
+        problem(IndexError::UnknownDefaultChannel {
+            package: name.clone(),
+            channel: default.clone(),
+            location: package.location.clone(),
+        });
+    }
+    let in_some_channel: HashSet<&str> = channels()
+        .flat_map(|c| c.entries.iter().map(|e| e.name.as_str()))
+        .collect();
+    let mut by_version: BTreeMap<&Version, Vec<String>> = BTreeMap::new();
+    for &b in &index.bundles {
+        let bundle = &catalog.bundles[b];
+        by_version
+            .entry(&bundle.version)
+            .or_default()
+            .push(bundle.name.clone());
+        if !in_some_channel.contains(bundle.name.as_str()) {
+            problem(IndexError::BundleNotInChannel {
                 package: name.clone(),
-                location: package.location.clone(),
+                name: bundle.name.clone(),
+                location: bundle.location.clone(),
             });
         }
-        if let Some(default) = &package.default_channel
-            && !channels.iter().any(|c| &c.name == default)
-        {
-            problems.push(IndexError::UnknownDefaultChannel {
+    }
+    for (version, mut bundles) in by_version {
+        if bundles.len() > 1 {
+            bundles.sort();
+            problem(IndexError::DuplicateVersion {
                 package: name.clone(),
-                channel: default.clone(),
-                location: package.location.clone(),
+                version: version.clone(),
+                bundles,
             });
-        }
-        let in_some_channel: HashSet<&str> = channels
-            .iter()
-            .flat_map(|c| c.entries.iter().map(|e| e.name.as_str()))
-            .collect();
-        let mut by_version: BTreeMap<&Version, Vec<String>> = BTreeMap::new();
-        for &b in &index.bundles {
-            let bundle = &catalog.bundles[b];
-            by_version
-                .entry(&bundle.version)
-                .or_default()
-                .push(bundle.name.clone());
-            if !in_some_channel.contains(bundle.name.as_str()) {
-                problems.push(IndexError::BundleNotInChannel {
-                    package: name.clone(),
-                    name: bundle.name.clone(),
-                    location: bundle.location.clone(),
-                });
-            }
-        }
-        for (version, mut bundles) in by_version {
-            if bundles.len() > 1 {
-                bundles.sort();
-                problems.push(IndexError::DuplicateVersion {
-                    package: name.clone(),
-                    version: version.clone(),
-                    bundles,
-                });
-            }
         }
     }
 }
 
 fn index_deprecations(
     catalog: &Catalog,
-    packages: &mut BTreeMap<String, PackageIndex>,
-    problems: &mut Vec<IndexError>,
+    members: &Members,
+    index: &mut PackageIndex,
+    found: &mut Vec<Found>,
 ) {
-    let mut first_blob: HashMap<&str, &Location> = HashMap::new();
-    for deprecations in &catalog.deprecations {
-        let Some(index) = packages.get_mut(&deprecations.package) else {
-            problems.push(IndexError::UnknownPackage {
+    let Some((&first, rest)) = members.deprecations.split_first() else {
+        return;
+    };
+    let first_location = &catalog.deprecations[first].location;
+    for &i in rest {
+        let deprecations = &catalog.deprecations[i];
+        found.push(Found::new(
+            Stage::Deprecations,
+            i,
+            IndexError::DuplicateDeprecations {
                 package: deprecations.package.clone(),
                 location: deprecations.location.clone(),
-            });
-            continue;
-        };
-        if let Some(first) = first_blob.insert(&deprecations.package, &deprecations.location) {
-            problems.push(IndexError::DuplicateDeprecations {
-                package: deprecations.package.clone(),
-                location: deprecations.location.clone(),
-                first: first.clone(),
-            });
+                first: first_location.clone(),
+            },
+        ));
+    }
+    let deprecations = &catalog.deprecations[first];
+    let declared_channel = |name: &str| {
+        members
+            .channels
+            .iter()
+            .any(|&c| catalog.channels[c].name == name)
+    };
+    let mut seen = HashSet::new();
+    for entry in &deprecations.entries {
+        let package = deprecations.package.clone();
+        let reference = entry.reference.clone();
+        let location = deprecations.location.clone();
+        if !seen.insert(&entry.reference) {
+            found.push(Found::new(
+                Stage::Deprecations,
+                first,
+                IndexError::DuplicateDeprecationEntry {
+                    package,
+                    reference,
+                    location,
+                },
+            ));
             continue;
         }
-        let declared_channel = |name: &str| {
-            catalog
-                .channels
-                .iter()
-                .any(|c| c.package == deprecations.package && c.name == name)
+        let message = entry.message.clone();
+        let exists = match &entry.reference {
+            DeprecationReference::Package => {
+                index.package_deprecation = Some(message);
+                true
+            }
+            DeprecationReference::Channel(name) => {
+                index.channel_deprecations.insert(name.clone(), message);
+                declared_channel(name)
+            }
+            DeprecationReference::Bundle(name) => {
+                index.bundle_deprecations.insert(name.clone(), message);
+                index.bundle_by_name.contains_key(name)
+            }
         };
-        let mut seen = HashSet::new();
-        for entry in &deprecations.entries {
-            let package = deprecations.package.clone();
-            let reference = entry.reference.clone();
-            let location = deprecations.location.clone();
-            if !seen.insert(&entry.reference) {
-                problems.push(IndexError::DuplicateDeprecationEntry {
+        if !exists {
+            found.push(Found::new(
+                Stage::Deprecations,
+                first,
+                IndexError::UnknownDeprecationTarget {
                     package,
                     reference,
                     location,
-                });
-                continue;
-            }
-            let message = entry.message.clone();
-            let exists = match &entry.reference {
-                DeprecationReference::Package => {
-                    index.package_deprecation = Some(message);
-                    true
-                }
-                DeprecationReference::Channel(name) => {
-                    index.channel_deprecations.insert(name.clone(), message);
-                    declared_channel(name)
-                }
-                DeprecationReference::Bundle(name) => {
-                    index.bundle_deprecations.insert(name.clone(), message);
-                    index.bundle_by_name.contains_key(name)
-                }
-            };
-            if !exists {
-                problems.push(IndexError::UnknownDeprecationTarget {
-                    package,
-                    reference,
-                    location,
-                });
-            }
+                },
+            ));
         }
     }
 }

@@ -33,6 +33,7 @@ mod index;
 mod location;
 mod model;
 mod one_pass;
+mod parallel;
 mod parse;
 mod property;
 mod range;

@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -19,6 +18,7 @@ use crate::model::{
     SCHEMA_PACKAGE,
 };
 use crate::one_pass::{self, Interpreted, KnownDetail};
+use crate::parallel;
 use crate::property::{Property, RawJson, RawProperty};
 use crate::range::{PrereleasePolicy, VersionRange};
 use crate::scan::{Head, without_position};
@@ -63,8 +63,7 @@ pub fn parse_dir(root: impl AsRef<Path>) -> Result<Catalog, ParseError> {
 /// [`parse_dir`], keeping what `detail` says.
 pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog, ParseError> {
     let root = root.as_ref();
-    let mut paths = Vec::new();
-    collect_files(root, "", &mut paths)?;
+    let mut paths = collect_files(root)?;
     paths.sort();
 
     let read = |rel: &str| {
@@ -81,84 +80,18 @@ pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog,
         .map(String::as_str)
         .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
         .collect();
-    let parts = parse_each(&files, |rel| {
+    // Files are independent until they are indexed. Only the first error in file order is
+    // reported, as when files were read one after the other.
+    let parse = |rel: &&str| {
         let bytes = read(rel)?;
         let mut part = Catalog::default();
         parse_into_with(&mut part, rel, &bytes, detail)?;
         Ok(part)
-    });
+    };
+    let parts = parallel::map_in_order(&files, 1, parse, Result::is_err);
     Ok(Catalog::concat(
         parts.into_iter().collect::<Result<_, _>>()?,
     ))
-}
-
-/// Runs `parse` on every file, on as many threads as there are cores (files are independent
-/// until they are indexed), and gives the results back in the order of `files`. Files after
-/// one that failed are skipped: only the first error in file order is reported, as when
-/// files were read one after the other.
-fn parse_each<F>(files: &[&str], parse: F) -> Vec<Result<Catalog, ParseError>>
-where
-    F: Fn(&str) -> Result<Catalog, ParseError> + Sync,
-{
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(files.len());
-    if threads <= 1 {
-        let mut results = Vec::with_capacity(files.len());
-        for file in files {
-            let result = parse(file);
-            let failed = result.is_err();
-            results.push(result);
-            if failed {
-                break;
-            }
-        }
-        return results;
-    }
-    let next = AtomicUsize::new(0);
-    let first_failure = AtomicUsize::new(usize::MAX);
-    let mut done: Vec<(usize, Result<Catalog, ParseError>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(file) = files.get(index) else { break };
-                        if index > first_failure.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        let result = parse(file);
-                        if result.is_err() {
-                            first_failure.fetch_min(index, Ordering::Relaxed);
-                        }
-                        done.push((index, result));
-                    }
-                    done
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            // A worker only panics if `parse` does: carry on unwinding here, as a single
-            // thread would have.
-            .flat_map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    done.sort_by_key(|(index, _)| *index);
-    let failed_at = first_failure.into_inner();
-    let mut results = Vec::with_capacity(done.len());
-    for (position, (index, result)) in done.into_iter().enumerate() {
-        if index != position || index > failed_at {
-            break;
-        }
-        results.push(result);
-    }
-    results
 }
 
 /// Reads catalog files held in memory, e.g. extracted from a tar archive, with the same rules
@@ -453,7 +386,34 @@ impl<D> RawBlob<D> {
     }
 }
 
-fn collect_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), ParseError> {
+/// Lists the files under `root`, as `/`-separated paths relative to it, in no particular
+/// order. The top-level directories (one per package in the usual layout) are listed on every
+/// core: listing a catalog of thousands of packages is thousands of system calls.
+fn collect_files(root: &Path) -> Result<Vec<String>, ParseError> {
+    let mut files = Vec::new();
+    let mut directories = Vec::new();
+    list_directory(root, "", &mut files, &mut directories)?;
+    let walk = |top: &String| {
+        let (mut files, mut directories) = (Vec::new(), vec![top.clone()]);
+        while let Some(directory) = directories.pop() {
+            list_directory(root, &directory, &mut files, &mut directories)?;
+        }
+        Ok(files)
+    };
+    for listed in parallel::map_in_order(&directories, 4, walk, Result::is_err) {
+        files.extend(listed?);
+    }
+    Ok(files)
+}
+
+/// Adds the files of directory `rel` of `root` to `files` and its subdirectories to
+/// `directories`.
+fn list_directory(
+    root: &Path,
+    rel: &str,
+    files: &mut Vec<String>,
+    directories: &mut Vec<String>,
+) -> Result<(), ParseError> {
     let dir = root.join(rel);
     let read_err = |path: PathBuf| move |source| ParseError::Read { path, source };
     let entries = fs::read_dir(&dir).map_err(read_err(dir.clone()))?;
@@ -467,11 +427,11 @@ fn collect_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), Pa
         };
         let file_type = entry.file_type().map_err(read_err(entry.path()))?;
         if file_type.is_dir() {
-            collect_files(root, &child, out)?;
+            directories.push(child);
         } else if file_type.is_file()
             || (file_type.is_symlink() && fs::metadata(entry.path()).is_ok_and(|m| m.is_file()))
         {
-            out.push(child);
+            files.push(child);
         }
     }
     Ok(())

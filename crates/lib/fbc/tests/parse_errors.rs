@@ -567,3 +567,122 @@ fn a_directory_keeps_file_order_and_reports_its_first_broken_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Problems come in a fixed order whatever the order work is done in: duplicate packages,
+/// then bundles in file order, channels in file order, each package's own checks in package
+/// name order, and deprecations in file order.
+#[test]
+fn problems_of_many_packages_are_listed_in_a_stable_order() {
+    let package =
+        |name: &str| format!("schema: olm.package\nname: {name}\ndefaultChannel: stable\n");
+    let bundle = |package: &str, name: &str, version: &str, image: &str| {
+        format!(
+            "schema: olm.bundle\npackage: {package}\nname: {name}\nimage: \"{image}\"\n\
+             properties:\n- type: olm.package\n  value: {{packageName: {package}, version: {version}}}\n"
+        )
+    };
+    let channel = |package: &str, name: &str, entries: &[&str]| {
+        let mut out = format!("schema: olm.channel\npackage: {package}\nname: {name}\nentries:\n");
+        for entry in entries {
+            out.push_str(&format!("- name: {entry}\n"));
+        }
+        out
+    };
+    let deprecations = |package: &str, bundle: &str| {
+        format!(
+            "schema: olm.deprecations\npackage: {package}\nentries:\n\
+             - reference: {{schema: olm.bundle, name: {bundle}}}\n  message: gone\n"
+        )
+    };
+    // Packages are declared in reverse name order, and every kind of problem appears in
+    // each of enough packages to be indexed on several threads, so an order taken from a
+    // map or from whichever thread finished first would show.
+    let names: Vec<String> = (0..40).map(|n| format!("pkg{n:02}")).collect();
+    let mut files = vec![(
+        "all-packages.yaml".to_owned(),
+        names
+            .iter()
+            .rev()
+            .map(|name| package(name))
+            .collect::<Vec<_>>()
+            .join("---\n"),
+    )];
+    for name in &names {
+        files.push((
+            format!("{name}/bundles.yaml"),
+            [
+                bundle(name, &format!("{name}.v1"), "1.0.0", "example.com/x:1"),
+                bundle(name, &format!("{name}.v1"), "1.0.1", "example.com/x:2"),
+                bundle(name, &format!("{name}.v2"), "1.0.0", ""),
+                bundle(name, &format!("{name}.v3"), "3.0.0", "example.com/x:3"),
+            ]
+            .join("---\n"),
+        ));
+        files.push((
+            format!("{name}/channels.yaml"),
+            [
+                channel(name, "stable", &[&format!("{name}.v1")]),
+                channel(name, "stable", &[&format!("{name}.v1")]),
+            ]
+            .join("---\n"),
+        ));
+        files.push((
+            format!("{name}/deprecations.yaml"),
+            [deprecations(name, "missing"), deprecations(name, "other")].join("---\n"),
+        ));
+    }
+    files.push(("dup.yaml".to_owned(), package("pkg17")));
+    files.push((
+        "ghost.yaml".to_owned(),
+        bundle("ghost", "ghost.v1", "1.0.0", "x"),
+    ));
+    let problems = problems(
+        &files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    let found: Vec<String> = problems
+        .iter()
+        .map(|p| match p {
+            IndexError::DuplicatePackage { name, .. } => format!("duplicate package {name}"),
+            IndexError::BundleWithoutImage { name, .. } => format!("no image {name}"),
+            IndexError::UnknownPackage { package, .. } => format!("unknown package {package}"),
+            IndexError::DuplicateBundle { name, .. } => format!("duplicate bundle {name}"),
+            IndexError::DuplicateChannel { package, name, .. } => {
+                format!("duplicate channel {package}/{name}")
+            }
+            IndexError::BundleNotInChannel { name, .. } => format!("not in channel {name}"),
+            IndexError::DuplicateDeprecations { package, .. } => {
+                format!("duplicate deprecations {package}")
+            }
+            IndexError::UnknownDeprecationTarget { package, .. } => {
+                format!("unknown deprecation target {package}")
+            }
+            IndexError::DuplicateVersion { package, .. } => format!("versions {package}"),
+            other => format!("other {other}"),
+        })
+        .collect();
+    // Files are read in path order: all-packages.yaml, dup.yaml, ghost.yaml, pkg00/, ...
+    let mut expected = vec![
+        "duplicate package pkg17".to_owned(),
+        "unknown package ghost".to_owned(),
+    ];
+    for name in &names {
+        expected.push(format!("duplicate bundle {name}.v1"));
+        expected.push(format!("no image {name}.v2"));
+    }
+    for name in &names {
+        expected.push(format!("duplicate channel {name}/stable"));
+    }
+    for name in &names {
+        expected.push(format!("not in channel {name}.v3"));
+        expected.push(format!("not in channel {name}.v2"));
+        expected.push(format!("versions {name}"));
+    }
+    for name in &names {
+        expected.push(format!("unknown deprecation target {name}"));
+        expected.push(format!("duplicate deprecations {name}"));
+    }
+    assert_eq!(found, expected);
+}
