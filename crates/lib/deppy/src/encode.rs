@@ -14,8 +14,9 @@
 //! exactly like the long clause, and turns the 51k-variable OLM shape from 5.4 million
 //! literals into well under one million.
 
-use std::collections::HashMap;
 use std::ops::Not;
+
+use foldhash::{HashMap, HashMapExt};
 
 use crate::error::SolveError;
 use crate::problem::{Kind, Problem};

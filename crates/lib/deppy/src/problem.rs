@@ -1,8 +1,9 @@
 //! Validated input: identifiers resolved to variable indices once, so that encoding and search
 //! work on integers.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+
+use foldhash::{HashMap, HashMapExt};
 
 use crate::error::{SolveError, UnknownReference};
 use crate::model::{AppliedConstraint, Constraint, Identifier, Variable};
