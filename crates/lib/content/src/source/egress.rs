@@ -147,20 +147,11 @@ pub fn url_host(url: &str) -> Option<(String, u16)> {
     (!host.is_empty() && !host.contains('/')).then(|| (host.to_owned(), 22))
 }
 
-/// Where oci-client connects for Docker Hub (its `Reference::resolve_registry`).
-const DOCKER_HUB_HOST: &str = "index.docker.io";
-
-/// The registry host and port an image pull connects to (`registry[:port]/repo[:tag|@digest]`).
-/// A reference without a registry part, or naming `docker.io` or `index.docker.io`, is
-/// Docker Hub, which the client reaches at `index.docker.io`.
+/// The registry host and port an image pull connects to (`registry[:port]/repo[:tag|@digest]`;
+/// Docker Hub, by any of its names, is the host the client reaches it at: the rule of
+/// `reference::pulled_registry`).
 pub fn image_host(reference: &str) -> (String, u16) {
-    let docker_hub = || (DOCKER_HUB_HOST.to_owned(), 443);
-    let Some((first, _)) = super::reference::registry_part(reference) else {
-        return docker_hub();
-    };
-    if first == "docker.io" || first == DOCKER_HUB_HOST {
-        return docker_hub();
-    }
+    let first = super::reference::pulled_registry(reference);
     if let Some(rest) = first.strip_prefix('[') {
         // [v6]:port
         let (address, port) = rest.split_once(']').unwrap_or((rest, ""));

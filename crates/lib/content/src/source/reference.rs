@@ -193,6 +193,20 @@ pub(crate) fn registry_part(name: &str) -> Option<(&str, &str)> {
         .filter(|(first, _)| first.contains(['.', ':']) || *first == "localhost")
 }
 
+/// Where oci-client connects for Docker Hub (its `Reference::resolve_registry`), whichever of
+/// its names a reference uses.
+const DOCKER_HUB_HOST: &str = "index.docker.io";
+
+/// The registry (`host[:port]`) a pull of `reference` connects to: its registry part, or
+/// Docker Hub's host when it names none or names Docker Hub. The egress check examines this
+/// host, so that what is checked is what is connected to.
+pub(crate) fn pulled_registry(reference: &str) -> &str {
+    match registry_part(reference) {
+        Some((first, _)) if first != DEFAULT_REGISTRY && first != LEGACY_DEFAULT_REGISTRY => first,
+        _ => DOCKER_HUB_HOST,
+    }
+}
+
 /// The registry and repository of a valid name, with `docker pull`'s defaults.
 fn split_registry(name: &str) -> (String, String) {
     let (mut registry, mut repository) = match registry_part(name) {
