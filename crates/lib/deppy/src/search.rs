@@ -11,8 +11,9 @@
 //! Here each choice ends up with the first candidate that is consistent with the choices made
 //! before it: propagation rejects candidates cheaply; the finished guesses are checked by
 //! completing them with every other variable false (propagation again, no SAT solver), or,
-//! when that does not give a model, by one full solve; and if that fails a binary search over guess prefixes finds the first guess that is
-//! inconsistent with the ones before it, which is then refuted and the search resumed there.
+//! when that does not give a model, by one full solve; and if that fails a binary search over
+//! guess prefixes finds the first guess that is inconsistent with the ones before it, which is
+//! then refuted and the search resumed there.
 //! This is exactly deppy's result whenever propagation refutes the failing guesses, which is
 //! every case in deppy's test suite. When only a full solve can refute one, deppy's result
 //! depends on gini's propagation (its chronological backtracking leaves later choices at the
@@ -23,6 +24,7 @@ use crate::error::SolveError;
 use crate::lazy_sat::LazySat;
 use crate::problem::{Kind, Problem};
 use crate::propagate::Propagator;
+use crate::sat::Sat;
 
 #[derive(Clone, Copy)]
 enum Source {
@@ -62,8 +64,8 @@ pub(crate) struct Guesses {
     pub settled: bool,
 }
 
-/// Runs the search. `sat` must hold every constraint as a unit; on return its last model is a
-/// model of all guesses.
+/// Runs the search. Unless the result is [`Guesses::settled`], `lazy_sat` is loaded on return
+/// (with every constraint a fact) and its last model is a model of all guesses.
 pub(crate) fn search(
     problem: &Problem,
     propagator: &mut Propagator,
@@ -190,11 +192,7 @@ pub(crate) fn search(
 
 /// One past the last step whose guess the last refutation of `assumptions` (the guesses from
 /// `committed` on) used.
-fn last_failed(
-    sat: &crate::sat::Sat,
-    assumptions: &[Lit],
-    committed: usize,
-) -> Result<usize, SolveError> {
+fn last_failed(sat: &Sat, assumptions: &[Lit], committed: usize) -> Result<usize, SolveError> {
     match sat.failed(assumptions).last() {
         Some(&i) => Ok(committed + i + 1),
         None => Err(SolveError::Internal(
