@@ -309,7 +309,8 @@ impl CatalogIndex {
             |_| false,
         );
         let mut packages = Vec::with_capacity(indexed.len());
-        for (slot, (index, mut problems)) in indexed.into_iter().enumerate() {
+        let mut provided = Vec::with_capacity(indexed.len());
+        for (slot, (index, mut problems, apis)) in indexed.into_iter().enumerate() {
             for problem in &mut problems {
                 if problem.stage == Stage::Contents {
                     problem.at = slot;
@@ -317,6 +318,7 @@ impl CatalogIndex {
             }
             found.extend(problems);
             packages.push(index);
+            provided.push(apis);
         }
         if !found.is_empty() {
             // Stable: problems of one blob keep the order they were found in.
@@ -326,14 +328,14 @@ impl CatalogIndex {
             });
         }
 
+        // Packages in name order, each with its providers newest first, as before the
+        // packages were indexed apart.
         let mut providers: foldhash::HashMap<Gvk, Vec<usize>> = foldhash::HashMap::default();
-        for index in &packages {
-            for &b in &index.bundles {
-                for gvk in catalog.bundles[b].provided_gvks() {
-                    let list = providers.entry(gvk.clone()).or_default();
-                    if !list.contains(&b) {
-                        list.push(b);
-                    }
+        for (gvk, bundles) in provided.into_iter().flatten() {
+            match providers.get_mut(gvk) {
+                Some(list) => list.extend(bundles),
+                None => {
+                    providers.insert(gvk.clone(), bundles);
                 }
             }
         }
@@ -681,9 +683,16 @@ fn group_by_package(catalog: &Catalog, found: &mut Vec<Found>) -> Vec<Members> {
     members
 }
 
-/// Indexes one package from its blobs. Problems of [`Stage::Contents`] are found in the
-/// order that stage lists them in; their position is the caller's to set.
-fn index_package(catalog: &Catalog, members: &Members) -> (PackageIndex, Vec<Found>) {
+/// Each API one package provides, with the indices of its bundles that provide it.
+type Provided<'c> = Vec<(&'c Gvk, Vec<usize>)>;
+
+/// Indexes one package from its blobs: its index, the problems found, and the bundles
+/// providing each API it provides (see [`providers_in`]). Problems of [`Stage::Contents`] are
+/// found in the order that stage lists them in; their position is the caller's to set.
+fn index_package<'c>(
+    catalog: &'c Catalog,
+    members: &Members,
+) -> (PackageIndex, Vec<Found>, Provided<'c>) {
     let mut index = PackageIndex {
         package: members.package,
         ..PackageIndex::default()
@@ -693,7 +702,30 @@ fn index_package(catalog: &Catalog, members: &Members) -> (PackageIndex, Vec<Fou
     index_channels(catalog, members, &mut index, &mut found);
     check_contents(catalog, members, &index, &mut found);
     index_deprecations(catalog, members, &mut index, &mut found);
-    (index, found)
+    let provided = providers_in(catalog, &index.bundles);
+    (index, found, provided)
+}
+
+/// The bundles among `bundles` that provide each API, in first-mention order. Built here,
+/// while each package is indexed on its own, so that the catalog-wide map is merged from a
+/// few entries per package instead of one per bundle and API.
+fn providers_in<'c>(catalog: &'c Catalog, bundles: &[usize]) -> Provided<'c> {
+    let mut provided: Vec<(&Gvk, Vec<usize>)> = Vec::new();
+    let mut slots: foldhash::HashMap<&Gvk, usize> = foldhash::HashMap::default();
+    for &b in bundles {
+        for gvk in catalog.bundles[b].provided_gvks() {
+            match slots.get(gvk) {
+                // A bundle listing an API twice is one provider.
+                Some(&slot) if provided[slot].1.last() != Some(&b) => provided[slot].1.push(b),
+                Some(_) => {}
+                None => {
+                    slots.insert(gvk, provided.len());
+                    provided.push((gvk, vec![b]));
+                }
+            }
+        }
+    }
+    provided
 }
 
 fn index_bundles(

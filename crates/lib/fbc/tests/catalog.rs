@@ -359,3 +359,78 @@ fn channel_graphs_of_the_fixture_have_the_expected_heads() {
     let alpha = index.channel_graph("etcd", "alpha").unwrap();
     assert_eq!(alpha.head().name, "etcdoperator.v1.0.0-rc.1");
 }
+
+/// A package `name` with one channel and a bundle per version, each providing `apis` (an API
+/// named twice in one bundle's properties included).
+fn providing_package(name: &str, versions: &[&str], apis: &[&str]) -> String {
+    let mut docs = vec![format!(
+        r#"{{"schema":"olm.package","name":"{name}","defaultChannel":"stable"}}"#
+    )];
+    let entries: Vec<String> = versions
+        .iter()
+        .map(|v| format!(r#"{{"name":"{name}.v{v}"}}"#))
+        .collect();
+    docs.push(format!(
+        r#"{{"schema":"olm.channel","name":"stable","package":"{name}","entries":[{}]}}"#,
+        entries.join(",")
+    ));
+    for version in versions {
+        let mut properties = vec![format!(
+            r#"{{"type":"olm.package","value":{{"packageName":"{name}","version":"{version}"}}}}"#
+        )];
+        for kind in apis {
+            properties.push(format!(
+                r#"{{"type":"olm.gvk","value":{{"group":"x.example.com","version":"v1","kind":"{kind}"}}}}"#
+            ));
+        }
+        docs.push(format!(
+            r#"{{"schema":"olm.bundle","name":"{name}.v{version}","package":"{name}","image":"example.com/{name}:{version}","properties":[{}]}}"#,
+            properties.join(",")
+        ));
+    }
+    docs.join("\n")
+}
+
+#[test]
+fn providers_of_an_api_are_listed_by_package_then_newest_first_once_each() {
+    // Forty packages, so that they are indexed on more than one thread; the ones providing
+    // Shared are written out of name order, and each bundle of `p07` names it twice.
+    let mut files = Vec::new();
+    for i in (0..40).rev() {
+        let name = format!("p{i:02}");
+        let apis: &[&str] = match i {
+            7 => &["Shared", "Own07", "Shared"],
+            3 | 31 => &["Shared"],
+            _ => &["Other"],
+        };
+        files.push((
+            format!("{name}/catalog.json"),
+            providing_package(&name, &["1.0.0", "1.2.0", "1.1.0"], apis),
+        ));
+    }
+    let index = CatalogIndex::from_files(files).unwrap();
+    assert_eq!(
+        names(index.providers(&gvk("x.example.com", "v1", "Shared"))),
+        [
+            "p03.v1.2.0",
+            "p03.v1.1.0",
+            "p03.v1.0.0",
+            "p07.v1.2.0",
+            "p07.v1.1.0",
+            "p07.v1.0.0",
+            "p31.v1.2.0",
+            "p31.v1.1.0",
+            "p31.v1.0.0",
+        ]
+    );
+    assert_eq!(
+        names(index.providers(&gvk("x.example.com", "v1", "Own07"))),
+        ["p07.v1.2.0", "p07.v1.1.0", "p07.v1.0.0"]
+    );
+    assert_eq!(
+        index
+            .providers(&gvk("x.example.com", "v1", "Other"))
+            .count(),
+        37 * 3
+    );
+}
