@@ -360,8 +360,8 @@ fn channel_graphs_of_the_fixture_have_the_expected_heads() {
     assert_eq!(alpha.head().name, "etcdoperator.v1.0.0-rc.1");
 }
 
-/// A package `name` with one channel and a bundle per version, each providing `apis` (an API
-/// named twice in one bundle's properties included).
+/// A package `name` with one channel and a bundle per version, each bundle listing an
+/// `olm.gvk` property per entry of `apis`, in order (so an API may be listed twice).
 fn providing_package(name: &str, versions: &[&str], apis: &[&str]) -> String {
     let mut docs = vec![format!(
         r#"{{"schema":"olm.package","name":"{name}","defaultChannel":"stable"}}"#
