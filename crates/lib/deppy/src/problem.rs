@@ -59,7 +59,10 @@ impl Problem {
             }
         }
 
-        let mut applied = Vec::new();
+        // Exactly one per constraint: grown by doubling, the list was copied into fresh
+        // memory a dozen times for a large problem.
+        let mut applied =
+            Vec::with_capacity(variables.iter().map(|v| v.constraints.len()).sum::<usize>());
         let mut first_applied = Vec::with_capacity(variables.len() + 1);
         let mut refs: Vec<u32> = Vec::new();
         let mut anchors = Vec::new();

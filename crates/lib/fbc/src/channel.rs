@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use semver::Version;
 
 use crate::model::{Channel, ChannelEntry};
+use crate::name_index::NameIndex;
 
 /// Why a channel's graph is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,7 +58,8 @@ impl ChannelError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChannelGraph {
     entries: Vec<Node>,
-    by_name: foldhash::HashMap<String, usize>,
+    /// Entry name -> position in `entries`.
+    by_name: NameIndex,
     head: usize,
     chain: Vec<usize>,
 }
@@ -78,13 +80,15 @@ impl ChannelGraph {
         if channel.entries.is_empty() {
             return Err(ChannelError::Empty);
         }
-        let mut by_name =
-            foldhash::HashMap::with_capacity_and_hasher(channel.entries.len(), Default::default());
+        let mut by_name = NameIndex::with_capacity(channel.entries.len());
         let mut entries = Vec::with_capacity(channel.entries.len());
         // Indices into `entries` match `channel.entries` because any missing bundle aborts below.
         let mut missing = BTreeSet::new();
         for (index, entry) in channel.entries.iter().enumerate() {
-            if by_name.insert(entry.name.clone(), index).is_some() {
+            if by_name
+                .insert(index, |i| channel.entries[i].name.as_str())
+                .is_some()
+            {
                 return Err(ChannelError::DuplicateEntry(entry.name.clone()));
             }
             match version_of(&entry.name) {
@@ -127,12 +131,12 @@ impl ChannelGraph {
 
     /// The entry for bundle `name`, if it is in the channel.
     pub fn entry(&self, name: &str) -> Option<&ChannelEntry> {
-        self.by_name.get(name).map(|&i| self.entry_at(i))
+        self.position(name).map(|i| self.entry_at(i))
     }
 
     /// Whether bundle `name` is in the channel.
     pub fn contains(&self, name: &str) -> bool {
-        self.by_name.contains_key(name)
+        self.position(name).is_some()
     }
 
     /// The replaces chain walked from the head (head first), stopping at the first bundle
@@ -189,6 +193,12 @@ impl ChannelGraph {
         &self.entries[index].entry
     }
 
+    /// The position in `entries` of bundle `name`.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.by_name
+            .get(name, |i| self.entries[i].entry.name.as_str())
+    }
+
     /// A cycle in the replaces relation among entries, rotated to start at its smallest name.
     fn replaces_cycle(&self) -> Option<Vec<String>> {
         // Each entry replaces at most one other, so following `replaces` from every entry
@@ -211,7 +221,7 @@ impl ChannelGraph {
                     .entry
                     .replaces
                     .as_deref()
-                    .and_then(|r| self.by_name.get(r).copied());
+                    .and_then(|r| self.position(r));
             }
             for i in path {
                 done[i] = true;
@@ -277,7 +287,7 @@ impl ChannelGraph {
                     .replaces
                     .iter()
                     .chain(&node.entry.skips)
-                    .filter_map(|name| self.by_name.get(name).copied())
+                    .filter_map(|name| self.position(name))
                     .collect()
             })
             .collect();
@@ -319,7 +329,7 @@ impl ChannelGraph {
             if skipped.contains(replaces) {
                 break;
             }
-            let Some(&next) = self.by_name.get(replaces) else {
+            let Some(next) = self.position(replaces) else {
                 break;
             };
             if !on_chain.insert(next) {

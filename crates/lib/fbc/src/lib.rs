@@ -32,6 +32,7 @@ mod ignore;
 mod index;
 mod location;
 mod model;
+mod name_index;
 mod one_pass;
 mod parallel;
 mod parse;

@@ -434,3 +434,83 @@ fn providers_of_an_api_are_listed_by_package_then_newest_first_once_each() {
         37 * 3
     );
 }
+
+#[test]
+fn many_channels_written_out_of_order_are_found_by_name_and_listed_by_name() {
+    // Channel `cNN` holds the bundles from version NN on, so bundle 1.N.0 is in channels
+    // c00..=cN. Channels are written in a scrambled order; names that are prefixes of others
+    // (`c1` beside `c10`..) check that lookups compare whole names.
+    let versions = 20;
+    let mut docs =
+        vec![r#"{"schema":"olm.package","name":"many","defaultChannel":"c1"}"#.to_owned()];
+    let mut channels: Vec<String> = (0..versions).map(|n| format!("c{n:02}")).collect();
+    channels.push("c1".to_owned());
+    channels.reverse();
+    channels.swap(3, 17);
+    for name in &channels {
+        let first = if name == "c1" {
+            1
+        } else {
+            name[1..].parse::<usize>().unwrap()
+        };
+        let entries: Vec<String> = (first..versions)
+            .map(|v| match v {
+                v if v == first => format!(r#"{{"name":"many.v{v}"}}"#),
+                v => format!(r#"{{"name":"many.v{v}","replaces":"many.v{}"}}"#, v - 1),
+            })
+            .collect();
+        docs.push(format!(
+            r#"{{"schema":"olm.channel","package":"many","name":"{name}","entries":[{}]}}"#,
+            entries.join(",")
+        ));
+    }
+    for v in 0..versions {
+        docs.push(format!(
+            r#"{{"schema":"olm.bundle","package":"many","name":"many.v{v}","image":"example.com/many:{v}","properties":[{{"type":"olm.package","value":{{"packageName":"many","version":"1.{v}.0"}}}}]}}"#
+        ));
+    }
+    let index = CatalogIndex::from_files([("many/catalog.json", docs.join("\n"))]).unwrap();
+
+    let mut sorted = channels.clone();
+    sorted.sort();
+    let listed: Vec<&str> = index.channels("many").map(|c| c.name.as_str()).collect();
+    assert_eq!(listed, sorted);
+    for name in &channels {
+        assert_eq!(index.channel("many", name).unwrap().name, *name);
+        let first = if name == "c1" {
+            1
+        } else {
+            name[1..].parse::<usize>().unwrap()
+        };
+        let graph = index.channel_graph("many", name).unwrap();
+        assert_eq!(graph.entries().count(), versions - first, "{name}");
+        assert!(graph.contains(&format!("many.v{first}")));
+        assert!(first == 0 || !graph.contains(&format!("many.v{}", first - 1)));
+    }
+    for missing in ["c", "c0", "c20", "c1 ", "C01", ""] {
+        assert!(index.channel("many", missing).is_none(), "{missing:?}");
+        assert!(
+            index.channel_graph("many", missing).is_none(),
+            "{missing:?}"
+        );
+    }
+    assert_eq!(index.default_channel("many").unwrap().name, "c1");
+
+    for v in 0..versions {
+        let name = format!("many.v{v}");
+        assert_eq!(index.bundle("many", &name).unwrap().name, name);
+        let mut expected: Vec<String> = (0..=v).map(|n| format!("c{n:02}")).collect();
+        if v >= 1 {
+            expected.push("c1".to_owned());
+        }
+        expected.sort();
+        let in_channels: Vec<&str> = index
+            .bundle_channels("many", &name)
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(in_channels, expected, "{name}");
+    }
+    assert!(index.bundle("many", "many.v").is_none());
+    assert!(index.bundle("many", "many.v20").is_none());
+}
