@@ -2,6 +2,7 @@
 //! operator-registry validates them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use semver::Version;
 
@@ -57,17 +58,14 @@ impl ChannelError {
 /// exists, as upstream allows them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChannelGraph {
-    entries: Vec<Node>,
+    /// The channel's own entries, shared with its [`Channel`].
+    entries: Arc<[ChannelEntry]>,
+    /// Each entry's bundle version, by position in `entries`.
+    versions: Vec<Version>,
     /// Entry name -> position in `entries`.
     by_name: NameIndex,
     head: usize,
     chain: Vec<usize>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct Node {
-    entry: ChannelEntry,
-    version: Version,
 }
 
 impl ChannelGraph {
@@ -81,8 +79,9 @@ impl ChannelGraph {
             return Err(ChannelError::Empty);
         }
         let mut by_name = NameIndex::with_capacity(channel.entries.len());
-        let mut entries = Vec::with_capacity(channel.entries.len());
-        // Indices into `entries` match `channel.entries` because any missing bundle aborts below.
+        let mut versions = Vec::with_capacity(channel.entries.len());
+        // Indices into `versions` match `channel.entries` because any missing bundle aborts
+        // below.
         let mut missing = BTreeSet::new();
         for (index, entry) in channel.entries.iter().enumerate() {
             if by_name
@@ -92,10 +91,7 @@ impl ChannelGraph {
                 return Err(ChannelError::DuplicateEntry(entry.name.clone()));
             }
             match version_of(&entry.name) {
-                Some(version) => entries.push(Node {
-                    entry: entry.clone(),
-                    version: version.clone(),
-                }),
+                Some(version) => versions.push(version.clone()),
                 None => {
                     missing.insert(entry.name.clone());
                 }
@@ -106,7 +102,8 @@ impl ChannelGraph {
         }
 
         let mut graph = Self {
-            entries,
+            entries: Arc::clone(&channel.entries),
+            versions,
             by_name,
             head: 0,
             chain: Vec::new(),
@@ -126,7 +123,7 @@ impl ChannelGraph {
 
     /// The entries in channel order.
     pub fn entries(&self) -> impl Iterator<Item = &ChannelEntry> {
-        self.entries.iter().map(|node| &node.entry)
+        self.entries.iter()
     }
 
     /// The entry for bundle `name`, if it is in the channel.
@@ -152,7 +149,6 @@ impl ChannelGraph {
     pub fn successors(&self, name: &str, version: Option<&Version>) -> Vec<&ChannelEntry> {
         self.entries
             .iter()
-            .map(|node| &node.entry)
             .filter(|entry| entry.name != name && upgrades_from(entry, name, version))
             .collect()
     }
@@ -164,11 +160,11 @@ impl ChannelGraph {
         };
         self.entries
             .iter()
-            .filter(|node| {
-                node.entry.name != name
-                    && upgrades_from(target, &node.entry.name, Some(&node.version))
+            .zip(&self.versions)
+            .filter(|(entry, version)| {
+                entry.name != name && upgrades_from(target, &entry.name, Some(version))
             })
-            .map(|node| &node.entry)
+            .map(|(entry, _)| entry)
             .collect()
     }
 
@@ -176,12 +172,10 @@ impl ChannelGraph {
     /// `to`, then of `from`.
     pub fn edges(&self) -> Vec<(&str, &str)> {
         let mut edges = Vec::new();
-        for to in &self.entries {
-            for from in &self.entries {
-                if from.entry.name != to.entry.name
-                    && upgrades_from(&to.entry, &from.entry.name, Some(&from.version))
-                {
-                    edges.push((from.entry.name.as_str(), to.entry.name.as_str()));
+        for to in self.entries.iter() {
+            for (from, version) in self.entries.iter().zip(&self.versions) {
+                if from.name != to.name && upgrades_from(to, &from.name, Some(version)) {
+                    edges.push((from.name.as_str(), to.name.as_str()));
                 }
             }
         }
@@ -190,13 +184,12 @@ impl ChannelGraph {
 
     /// Indices come from `by_name`, `head` and `chain`, all built from `entries` in `new`.
     fn entry_at(&self, index: usize) -> &ChannelEntry {
-        &self.entries[index].entry
+        &self.entries[index]
     }
 
     /// The position in `entries` of bundle `name`.
     fn position(&self, name: &str) -> Option<usize> {
-        self.by_name
-            .get(name, |i| self.entries[i].entry.name.as_str())
+        self.by_name.get(name, |i| self.entries[i].name.as_str())
     }
 
     /// A cycle in the replaces relation among entries, rotated to start at its smallest name.
@@ -218,7 +211,6 @@ impl ChannelGraph {
                 on_path.insert(i, path.len());
                 path.push(i);
                 current = self.entries[i]
-                    .entry
                     .replaces
                     .as_deref()
                     .and_then(|r| self.position(r));
@@ -233,7 +225,7 @@ impl ChannelGraph {
     fn cycle_names(&self, cycle: &[usize]) -> Vec<String> {
         let names: Vec<&str> = cycle
             .iter()
-            .map(|&i| self.entries[i].entry.name.as_str())
+            .map(|&i| self.entries[i].name.as_str())
             .collect();
         let start = names
             .iter()
@@ -253,12 +245,12 @@ impl ChannelGraph {
 
     fn find_head(&self) -> Result<usize, ChannelError> {
         let mut pointed_at = HashSet::new();
-        for node in &self.entries {
-            pointed_at.extend(node.entry.replaces.as_deref());
-            pointed_at.extend(node.entry.skips.iter().map(String::as_str));
+        for node in self.entries.iter() {
+            pointed_at.extend(node.replaces.as_deref());
+            pointed_at.extend(node.skips.iter().map(String::as_str));
         }
         let heads: Vec<usize> = (0..self.entries.len())
-            .filter(|&i| !pointed_at.contains(self.entries[i].entry.name.as_str()))
+            .filter(|&i| !pointed_at.contains(self.entries[i].name.as_str()))
             .collect();
         match heads.as_slice() {
             [head] => Ok(*head),
@@ -266,7 +258,7 @@ impl ChannelGraph {
             _ => {
                 let mut names: Vec<String> = heads
                     .iter()
-                    .map(|&i| self.entries[i].entry.name.clone())
+                    .map(|&i| self.entries[i].name.clone())
                     .collect();
                 names.sort();
                 Err(ChannelError::MultipleHeads(names))
@@ -283,10 +275,9 @@ impl ChannelGraph {
             .entries
             .iter()
             .map(|node| {
-                node.entry
-                    .replaces
+                node.replaces
                     .iter()
-                    .chain(&node.entry.skips)
+                    .chain(&node.skips)
                     .filter_map(|name| self.position(name))
                     .collect()
             })
@@ -313,19 +304,19 @@ impl ChannelGraph {
             current = next;
         }
         // Unreachable when every entry is pointed at; report all entries rather than panic.
-        self.entries.iter().map(|n| n.entry.name.clone()).collect()
+        self.entries.iter().map(|n| n.name.clone()).collect()
     }
 
     fn walk_chain(&self) -> Result<Vec<usize>, ChannelError> {
         let skipped: HashSet<&str> = self
             .entries
             .iter()
-            .flat_map(|node| node.entry.skips.iter().map(String::as_str))
+            .flat_map(|node| node.skips.iter().map(String::as_str))
             .collect();
         let mut chain = vec![self.head];
         let mut on_chain: HashSet<usize> = chain.iter().copied().collect();
         let mut current = self.head;
-        while let Some(replaces) = self.entries[current].entry.replaces.as_deref() {
+        while let Some(replaces) = self.entries[current].replaces.as_deref() {
             if skipped.contains(replaces) {
                 break;
             }
@@ -343,10 +334,8 @@ impl ChannelGraph {
             .entries
             .iter()
             .enumerate()
-            .filter(|(i, node)| {
-                !on_chain.contains(i) && !skipped.contains(node.entry.name.as_str())
-            })
-            .map(|(_, node)| node.entry.name.clone())
+            .filter(|(i, node)| !on_chain.contains(i) && !skipped.contains(node.name.as_str()))
+            .map(|(_, node)| node.name.clone())
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();

@@ -3,6 +3,8 @@
 //! Fields are public so tests and callers can build catalogs in code; [`crate::CatalogIndex`]
 //! checks the rules that span blobs (duplicates, references, channel graphs).
 
+use std::sync::Arc;
+
 use semver::Version;
 use serde_json::Value;
 
@@ -110,8 +112,10 @@ pub struct Channel {
     pub package: String,
     /// Channel name.
     pub name: String,
-    /// Bundles in the channel with their upgrade edges.
-    pub entries: Vec<ChannelEntry>,
+    /// Bundles in the channel with their upgrade edges. Shared with the channel's
+    /// [`crate::ChannelGraph`] rather than copied into it: the graph of every channel of a
+    /// large catalog is held as long as the catalog is.
+    pub entries: Arc<[ChannelEntry]>,
     /// Properties.
     pub properties: Vec<Property>,
     /// Where the blob came from.

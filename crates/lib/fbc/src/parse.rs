@@ -823,7 +823,7 @@ fn channel_from<P: PropertyList>(
     Ok(Channel {
         package: raw.package,
         name: raw.name,
-        entries,
+        entries: entries.into(),
         properties: raw.properties.interpret(&location, detail)?,
         location,
     })

@@ -484,6 +484,14 @@ fn many_channels_written_out_of_order_are_found_by_name_and_listed_by_name() {
         };
         let graph = index.channel_graph("many", name).unwrap();
         assert_eq!(graph.entries().count(), versions - first, "{name}");
+        // The graph reads the channel's own entries; it holds no copy of them.
+        let channel = index.channel("many", name).unwrap();
+        assert!(
+            graph
+                .entries()
+                .zip(channel.entries.iter())
+                .all(|(in_graph, in_channel)| std::ptr::eq(in_graph, in_channel))
+        );
         assert!(graph.contains(&format!("many.v{first}")));
         assert!(first == 0 || !graph.contains(&format!("many.v{}", first - 1)));
     }
