@@ -79,7 +79,7 @@ pub(crate) fn build<'a>(
 ) -> Problem<'a> {
     // Room for every bundle of every source: a large request reaches most of them, and
     // growing the lists as nodes are added copied them into fresh memory again and again
-    // (at 22k variables, 3 MiB of the build's 12). What a small request leaves unused is
+    // (at 22k variables, 2.5 MiB of the build's 12). What a small request leaves unused is
     // never touched, so it costs address space, not memory.
     let bundles = sources
         .iter()

@@ -525,7 +525,7 @@ impl CatalogIndex {
         let names: BTreeSet<&str> = index
             .channels
             .iter()
-            .filter(|(c, _)| channel.is_none_or(|name| name == self.catalog.channels[*c].name))
+            .filter(|(c, _)| channel.is_none_or(|wanted| wanted == self.catalog.channels[*c].name))
             .flat_map(|(_, graph)| graph.successors(name, version))
             .map(|entry| entry.name.as_str())
             .collect();

@@ -443,16 +443,14 @@ fn many_channels_written_out_of_order_are_found_by_name_and_listed_by_name() {
     let versions = 20;
     let mut docs =
         vec![r#"{"schema":"olm.package","name":"many","defaultChannel":"c1"}"#.to_owned()];
+    // The first version a channel holds: `c07` and `c7` alike hold 1.7.0 on.
+    let first_version = |name: &str| name[1..].parse::<usize>().unwrap();
     let mut channels: Vec<String> = (0..versions).map(|n| format!("c{n:02}")).collect();
     channels.push("c1".to_owned());
     channels.reverse();
     channels.swap(3, 17);
     for name in &channels {
-        let first = if name == "c1" {
-            1
-        } else {
-            name[1..].parse::<usize>().unwrap()
-        };
+        let first = first_version(name);
         let entries: Vec<String> = (first..versions)
             .map(|v| match v {
                 v if v == first => format!(r#"{{"name":"many.v{v}"}}"#),
@@ -477,11 +475,7 @@ fn many_channels_written_out_of_order_are_found_by_name_and_listed_by_name() {
     assert_eq!(listed, sorted);
     for name in &channels {
         assert_eq!(index.channel("many", name).unwrap().name, *name);
-        let first = if name == "c1" {
-            1
-        } else {
-            name[1..].parse::<usize>().unwrap()
-        };
+        let first = first_version(name);
         let graph = index.channel_graph("many", name).unwrap();
         assert_eq!(graph.entries().count(), versions - first, "{name}");
         // The graph reads the channel's own entries; it holds no copy of them.
