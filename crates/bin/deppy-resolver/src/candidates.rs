@@ -8,9 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
-use fbc::{
-    Bundle, CatalogIndex, ChannelGraph, ConstraintError, ConstraintExpr, Gvk, Version, VersionRange,
-};
+use fbc::{Bundle, CatalogIndex, ConstraintError, ConstraintExpr, Gvk, Version, VersionRange};
 
 use crate::catalog::NamedCatalog;
 
@@ -87,31 +85,24 @@ fn push_offers<'a>(
     bundles: impl IntoIterator<Item = &'a Bundle>,
     channel: Option<&str>,
 ) {
-    // Bundles arrive grouped by package; look the package's channels up once per group
-    // rather than once per bundle.
+    // Bundles arrive grouped by package: whether the package is usable is asked once per
+    // group, which channels hold a bundle once per bundle (by its position in the index).
     let mut package: Option<&str> = None;
-    let mut graphs: Vec<(&'a str, &'a ChannelGraph)> = Vec::new();
+    let mut usable = false;
     for bundle in bundles {
         if package != Some(bundle.package.as_str()) {
             package = Some(&bundle.package);
-            graphs = if index.package_problems(&bundle.package).is_empty() {
-                index
-                    .channels(&bundle.package)
-                    .filter(|c| channel.is_none_or(|wanted| wanted == c.name))
-                    .filter_map(|c| {
-                        Some((c.name.as_str(), index.channel_graph(&c.package, &c.name)?))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            usable = index.package_problems(&bundle.package).is_empty();
         }
-        for &(name, graph) in &graphs {
-            if graph.contains(&bundle.name) {
+        if !usable {
+            continue;
+        }
+        for (held_by, _) in index.graphs_holding(bundle) {
+            if channel.is_none_or(|wanted| wanted == held_by.name) {
                 out.push(Offer {
                     source,
                     bundle,
-                    channel: name,
+                    channel: &held_by.name,
                 });
             }
         }

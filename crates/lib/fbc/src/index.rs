@@ -237,6 +237,64 @@ pub struct CatalogIndex {
     /// ordered map compared it with a dozen others.
     by_name: foldhash::HashMap<String, usize>,
     providers: foldhash::HashMap<Gvk, Vec<usize>>,
+    /// The channels that hold each bundle (see [`CatalogIndex::graphs_holding`]).
+    placement: Placement,
+}
+
+/// Which channels hold each bundle of the catalog, by the bundle's position in
+/// `catalog.bundles`: the resolver asks it of every candidate it considers, and hashing the
+/// bundle's name into each channel's graph was a tenth of building a 22k-variable problem.
+///
+/// Bundle `b` is in the channels `holders[starts[b]..starts[b + 1]]`, each as (slot in
+/// `packages`, slot in that package's `channels`), in channel-name order. Positions are 32-bit
+/// to keep it small (a few hundred KiB for 50,000 bundles); a catalog too large for that has
+/// none, and the answer is then found by name.
+#[derive(Debug, Clone, Default)]
+struct Placement {
+    starts: Vec<u32>,
+    holders: Vec<(u32, u32)>,
+}
+
+impl Placement {
+    /// From each package's (bundle position, channel slot) pairs, packages by slot.
+    fn new(bundles: usize, packages: &[Vec<(usize, usize)>]) -> Self {
+        Self::try_new(bundles, packages).unwrap_or_default()
+    }
+
+    fn try_new(bundles: usize, packages: &[Vec<(usize, usize)>]) -> Option<Self> {
+        // A counting sort by bundle: count each bundle's channels, turn the counts into
+        // start positions, then place each pair at its bundle's next free position.
+        let mut starts = vec![0_u32; bundles.checked_add(1)?];
+        for &(bundle, _) in packages.iter().flatten() {
+            let count = starts.get_mut(bundle)?;
+            *count = count.checked_add(1)?;
+        }
+        let mut total = 0_u32;
+        for start in &mut starts {
+            let count = *start;
+            *start = total;
+            total = total.checked_add(count)?;
+        }
+        let mut next = starts.clone();
+        let mut holders = vec![(0_u32, 0_u32); usize::try_from(total).ok()?];
+        for (package, pairs) in packages.iter().enumerate() {
+            let package = u32::try_from(package).ok()?;
+            for &(bundle, channel) in pairs {
+                let at = next.get_mut(bundle)?;
+                *holders.get_mut(usize::try_from(*at).ok()?)? =
+                    (package, u32::try_from(channel).ok()?);
+                *at += 1;
+            }
+        }
+        Some(Self { starts, holders })
+    }
+
+    /// Bundle `bundle`'s (package slot, channel slot) pairs, if the catalog has a placement.
+    fn holders(&self, bundle: usize) -> Option<&[(u32, u32)]> {
+        let start = usize::try_from(*self.starts.get(bundle)?).ok()?;
+        let end = usize::try_from(*self.starts.get(bundle.checked_add(1)?)?).ok()?;
+        self.holders.get(start..end)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -315,7 +373,8 @@ impl CatalogIndex {
         );
         let mut packages = Vec::with_capacity(indexed.len());
         let mut provided = Vec::with_capacity(indexed.len());
-        for (slot, (index, mut problems, apis)) in indexed.into_iter().enumerate() {
+        let mut holding = Vec::with_capacity(indexed.len());
+        for (slot, (index, mut problems, apis, held)) in indexed.into_iter().enumerate() {
             for problem in &mut problems {
                 if problem.stage == Stage::Contents {
                     problem.at = slot;
@@ -324,6 +383,7 @@ impl CatalogIndex {
             found.extend(problems);
             packages.push(index);
             provided.push(apis);
+            holding.push(held);
         }
         if !found.is_empty() {
             // Stable: problems of one blob keep the order they were found in.
@@ -349,11 +409,13 @@ impl CatalogIndex {
             .enumerate()
             .map(|(slot, index)| (catalog.packages[index.package].name.clone(), slot))
             .collect();
+        let placement = Placement::new(catalog.bundles.len(), &holding);
         Ok(Self {
             catalog,
             packages,
             by_name,
             providers,
+            placement,
         })
     }
 
@@ -476,6 +538,50 @@ impl CatalogIndex {
             .filter(|(_, graph)| graph.contains(name))
             .map(|(c, _)| &self.catalog.channels[*c])
             .collect()
+    }
+
+    /// The channels of `bundle`'s package whose upgrade graph holds it, with the graphs, by
+    /// channel name. For a bundle of this catalog (from [`CatalogIndex::bundles`],
+    /// [`CatalogIndex::providers`] and the like) the answer is looked up by position, without
+    /// reading the bundle's name; any other bundle is looked up by package and name.
+    pub fn graphs_holding<'s>(
+        &'s self,
+        bundle: &'s Bundle,
+    ) -> impl Iterator<Item = (&'s Channel, &'s ChannelGraph)> + 's {
+        let placed = self
+            .position_of(bundle)
+            .and_then(|position| self.placement.holders(position));
+        let by_name = match placed {
+            Some(_) => None,
+            None => self.entry(&bundle.package),
+        };
+        let by_position = placed
+            .into_iter()
+            .flatten()
+            .filter_map(|&(package, channel)| {
+                let package = self.packages.get(usize::try_from(package).ok()?)?;
+                package.channels.get(usize::try_from(channel).ok()?)
+            });
+        let by_name = by_name
+            .into_iter()
+            .flat_map(|package| &package.channels)
+            .filter(|(_, graph)| graph.contains(&bundle.name));
+        by_position
+            .chain(by_name)
+            .map(|(c, graph)| (&self.catalog.channels[*c], graph))
+    }
+
+    /// The position of `bundle` in `catalog.bundles`, if it is one of them (the same object,
+    /// not an equal one).
+    fn position_of(&self, bundle: &Bundle) -> Option<usize> {
+        let first = self.catalog.bundles.as_ptr().addr();
+        let offset = std::ptr::from_ref(bundle).addr().checked_sub(first)?;
+        let position = offset / std::mem::size_of::<Bundle>().max(1);
+        self.catalog
+            .bundles
+            .get(position)
+            .filter(|found| std::ptr::eq(*found, bundle))
+            .map(|_| position)
     }
 
     /// Bundles providing `gvk` (`olm.gvk`), by package name, then newest version first.
@@ -709,7 +815,7 @@ type Provided<'c> = Vec<(&'c Gvk, Vec<usize>)>;
 fn index_package<'c>(
     catalog: &'c Catalog,
     members: &Members,
-) -> (PackageIndex, Vec<Found>, Provided<'c>) {
+) -> (PackageIndex, Vec<Found>, Provided<'c>, Vec<(usize, usize)>) {
     let mut index = PackageIndex {
         package: members.package,
         ..PackageIndex::default()
@@ -720,7 +826,22 @@ fn index_package<'c>(
     check_contents(catalog, members, &index, &mut found);
     index_deprecations(catalog, members, &mut index, &mut found);
     let provided = providers_in(catalog, &index.bundles);
-    (index, found, provided)
+    let holding = holding_in(catalog, &index);
+    (index, found, provided, holding)
+}
+
+/// (bundle position, channel slot) for every entry of the package's channel graphs whose
+/// bundle exists, for [`Placement`].
+fn holding_in(catalog: &Catalog, index: &PackageIndex) -> Vec<(usize, usize)> {
+    let mut holding = Vec::with_capacity(index.bundles.len());
+    for (slot, (_, graph)) in index.channels.iter().enumerate() {
+        for entry in graph.entries() {
+            if let Some(bundle) = index.bundle_by_name.get(&entry.name, bundle_name(catalog)) {
+                holding.push((bundle, slot));
+            }
+        }
+    }
+    holding
 }
 
 /// The bundles among `bundles` that provide each API, in first-mention order. Built here,

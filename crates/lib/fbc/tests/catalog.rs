@@ -512,7 +512,64 @@ fn many_channels_written_out_of_order_are_found_by_name_and_listed_by_name() {
             .map(|c| c.name.as_str())
             .collect();
         assert_eq!(in_channels, expected, "{name}");
+
+        // The same answer with the graphs, for the catalog's own bundle (by position) and for
+        // an equal copy from elsewhere (by name).
+        let bundle = index.bundle("many", &name).unwrap();
+        let copy = bundle.clone();
+        for asked in [bundle, &copy] {
+            let holding: Vec<&str> = index
+                .graphs_holding(asked)
+                .map(|(channel, graph)| {
+                    assert!(std::ptr::eq(
+                        graph,
+                        index.channel_graph("many", &channel.name).unwrap()
+                    ));
+                    channel.name.as_str()
+                })
+                .collect();
+            assert_eq!(holding, expected, "{name}");
+        }
     }
     assert!(index.bundle("many", "many.v").is_none());
     assert!(index.bundle("many", "many.v20").is_none());
+}
+
+#[test]
+fn the_channels_holding_a_bundle_are_its_own_packages_whatever_the_file_order() {
+    // Three packages whose blobs are interleaved in file order, the catalog's bundles not
+    // grouped by package: each bundle's channels come from its own package's graphs.
+    let docs = [
+        r#"{"schema":"olm.package","name":"b","defaultChannel":"stable"}"#,
+        r#"{"schema":"olm.bundle","package":"b","name":"b.v1","image":"example.com/b:1","properties":[{"type":"olm.package","value":{"packageName":"b","version":"1.0.0"}}]}"#,
+        r#"{"schema":"olm.package","name":"a","defaultChannel":"stable"}"#,
+        r#"{"schema":"olm.bundle","package":"a","name":"a.v1","image":"example.com/a:1","properties":[{"type":"olm.package","value":{"packageName":"a","version":"1.0.0"}}]}"#,
+        r#"{"schema":"olm.channel","package":"b","name":"stable","entries":[{"name":"b.v1"},{"name":"b.v2","replaces":"b.v1"}]}"#,
+        r#"{"schema":"olm.bundle","package":"b","name":"b.v2","image":"example.com/b:2","properties":[{"type":"olm.package","value":{"packageName":"b","version":"2.0.0"}}]}"#,
+        r#"{"schema":"olm.channel","package":"a","name":"stable","entries":[{"name":"a.v1"}]}"#,
+        r#"{"schema":"olm.channel","package":"b","name":"fast","entries":[{"name":"b.v2"}]}"#,
+        r#"{"schema":"olm.package","name":"c","defaultChannel":"alpha"}"#,
+        r#"{"schema":"olm.channel","package":"c","name":"alpha","entries":[{"name":"a.v1"}]}"#,
+        r#"{"schema":"olm.bundle","package":"c","name":"a.v1","image":"example.com/c:1","properties":[{"type":"olm.package","value":{"packageName":"c","version":"1.0.0"}}]}"#,
+    ];
+    let index = CatalogIndex::from_files([("all.json", docs.join("\n"))]).unwrap();
+    let holding = |package: &str, name: &str| -> Vec<(String, String)> {
+        index
+            .graphs_holding(index.bundle(package, name).unwrap())
+            .map(|(channel, _)| (channel.package.clone(), channel.name.clone()))
+            .collect()
+    };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(p, c)| ((*p).to_owned(), (*c).to_owned()))
+            .collect()
+    };
+    assert_eq!(holding("b", "b.v1"), pairs(&[("b", "stable")]));
+    assert_eq!(
+        holding("b", "b.v2"),
+        pairs(&[("b", "fast"), ("b", "stable")])
+    );
+    // Two packages each have a bundle named `a.v1`: each is in its own package's channel.
+    assert_eq!(holding("a", "a.v1"), pairs(&[("a", "stable")]));
+    assert_eq!(holding("c", "a.v1"), pairs(&[("c", "alpha")]));
 }
