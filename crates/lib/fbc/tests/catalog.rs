@@ -536,7 +536,7 @@ fn many_channels_written_out_of_order_are_found_by_name_and_listed_by_name() {
 }
 
 #[test]
-fn the_channels_holding_a_bundle_are_its_own_packages_whatever_the_file_order() {
+fn the_channels_holding_a_bundle_are_its_own_package_channels_whatever_the_file_order() {
     // Three packages whose blobs are interleaved in file order, the catalog's bundles not
     // grouped by package: each bundle's channels come from its own package's graphs.
     let docs = [
