@@ -529,14 +529,10 @@ impl CatalogIndex {
 
     /// The channels of `package` that contain bundle `name`, by channel name.
     pub fn bundle_channels(&self, package: &str, name: &str) -> Vec<&Channel> {
-        let Some(index) = self.entry(package) else {
-            return Vec::new();
-        };
-        index
-            .channels
-            .iter()
-            .filter(|(_, graph)| graph.contains(name))
-            .map(|(c, _)| &self.catalog.channels[*c])
+        self.bundle(package, name)
+            .into_iter()
+            .flat_map(|bundle| self.graphs_holding(bundle))
+            .map(|(channel, _)| channel)
             .collect()
     }
 
