@@ -25,6 +25,7 @@
 mod channel;
 mod constraint;
 mod csv_check;
+mod dir;
 mod error;
 mod evaluate;
 mod gvk;

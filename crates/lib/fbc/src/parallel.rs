@@ -23,14 +23,34 @@ where
     W: Fn(&T) -> R + Sync,
     S: Fn(&R) -> bool + Sync,
 {
+    map_in_order_with(items, batch, || (), |(), item| work(item), stop)
+}
+
+/// [`map_in_order`], where each worker first makes its own scratch state with `init` (a
+/// buffer, say) and hands it to `work` with every item it takes.
+pub(crate) fn map_in_order_with<T, R, I, A, W, S>(
+    items: &[T],
+    batch: usize,
+    init: I,
+    work: W,
+    stop: S,
+) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    I: Fn() -> A + Sync,
+    W: Fn(&mut A, &T) -> R + Sync,
+    S: Fn(&R) -> bool + Sync,
+{
     let batch = batch.max(1);
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(items.len().div_ceil(batch));
     if threads <= 1 {
+        let mut scratch = init();
         let mut results = Vec::with_capacity(items.len());
         for item in items {
-            let result = work(item);
+            let result = work(&mut scratch, item);
             let stopped = stop(&result);
             results.push(result);
             if stopped {
@@ -45,6 +65,7 @@ where
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
+                    let mut scratch = init();
                     let mut done = Vec::new();
                     'batches: loop {
                         let start = next.fetch_add(batch, Ordering::Relaxed);
@@ -55,7 +76,7 @@ where
                             if index > first_stop.load(Ordering::Relaxed) {
                                 break 'batches;
                             }
-                            let result = work(item);
+                            let result = work(&mut scratch, item);
                             if stop(&result) {
                                 first_stop.fetch_min(index, Ordering::Relaxed);
                             }

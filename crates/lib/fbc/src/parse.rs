@@ -1,14 +1,14 @@
 //! Reading catalog files, from a directory or from memory, into a [`Catalog`].
 
 use std::borrow::Cow;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::dir::CatalogDir;
 use crate::error::ParseError;
 use crate::ignore::{INDEX_IGNORE, IndexIgnore};
 use crate::location::Location;
@@ -62,18 +62,15 @@ pub fn parse_dir(root: impl AsRef<Path>) -> Result<Catalog, ParseError> {
 
 /// [`parse_dir`], keeping what `detail` says.
 pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog, ParseError> {
-    let root = root.as_ref();
-    let mut paths = collect_files(root)?;
+    let root = CatalogDir::open(root.as_ref())?;
+    let mut paths = root.files()?;
     paths.sort();
 
-    let read = |rel: &str| {
-        let path = root.join(rel);
-        fs::read(&path).map_err(|source| ParseError::Read { path, source })
-    };
     let mut ignore = IndexIgnore::default();
+    let mut buffer = Vec::new();
     for rel in paths.iter().filter(|p| is_index_ignore(p)) {
-        let bytes = read(rel)?;
-        add_ignore(&mut ignore, rel, &bytes)?;
+        let bytes = root.read(rel, &mut buffer)?;
+        add_ignore(&mut ignore, rel, bytes)?;
     }
     let files: Vec<&str> = paths
         .iter()
@@ -81,14 +78,15 @@ pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog,
         .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
         .collect();
     // Files are independent until they are indexed. Only the first error in file order is
-    // reported, as when files were read one after the other.
-    let parse = |rel: &&str| {
-        let bytes = read(rel)?;
+    // reported, as when files were read one after the other. Each worker reads into one
+    // buffer of its own.
+    let parse = |buffer: &mut Vec<u8>, rel: &&str| {
+        let bytes = root.read(rel, buffer)?;
         let mut part = Catalog::default();
-        parse_into_with(&mut part, rel, &bytes, detail)?;
+        parse_into_with(&mut part, rel, bytes, detail)?;
         Ok(part)
     };
-    let parts = parallel::map_in_order(&files, 1, parse, Result::is_err);
+    let parts = parallel::map_in_order_with(&files, 1, Vec::new, parse, Result::is_err);
     Ok(Catalog::concat(
         parts.into_iter().collect::<Result<_, _>>()?,
     ))
@@ -384,57 +382,6 @@ impl<D> RawBlob<D> {
         };
         added.is_ok()
     }
-}
-
-/// Lists the files under `root`, as `/`-separated paths relative to it, in no particular
-/// order. The top-level directories (one per package in the usual layout) are listed on every
-/// core: listing a catalog of thousands of packages is thousands of system calls.
-fn collect_files(root: &Path) -> Result<Vec<String>, ParseError> {
-    let mut files = Vec::new();
-    let mut directories = Vec::new();
-    list_directory(root, "", &mut files, &mut directories)?;
-    let walk = |top: &String| {
-        let (mut files, mut directories) = (Vec::new(), vec![top.clone()]);
-        while let Some(directory) = directories.pop() {
-            list_directory(root, &directory, &mut files, &mut directories)?;
-        }
-        Ok(files)
-    };
-    for listed in parallel::map_in_order(&directories, 4, walk, Result::is_err) {
-        files.extend(listed?);
-    }
-    Ok(files)
-}
-
-/// Adds the files of directory `rel` of `root` to `files` and its subdirectories to
-/// `directories`.
-fn list_directory(
-    root: &Path,
-    rel: &str,
-    files: &mut Vec<String>,
-    directories: &mut Vec<String>,
-) -> Result<(), ParseError> {
-    let dir = root.join(rel);
-    let read_err = |path: PathBuf| move |source| ParseError::Read { path, source };
-    let entries = fs::read_dir(&dir).map_err(read_err(dir.clone()))?;
-    for entry in entries {
-        let entry = entry.map_err(read_err(dir.clone()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let child = if rel.is_empty() {
-            name
-        } else {
-            format!("{rel}/{name}")
-        };
-        let file_type = entry.file_type().map_err(read_err(entry.path()))?;
-        if file_type.is_dir() {
-            directories.push(child);
-        } else if file_type.is_file()
-            || (file_type.is_symlink() && fs::metadata(entry.path()).is_ok_and(|m| m.is_file()))
-        {
-            files.push(child);
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn normalize(mut path: &str) -> Option<&str> {

@@ -686,3 +686,74 @@ fn problems_of_many_packages_are_listed_in_a_stable_order() {
     }
     assert_eq!(found, expected);
 }
+
+/// What the walk of a catalog directory reads: files at any depth, symbolic links to files
+/// but not to directories, nothing dangling; files of very different sizes one after the
+/// other, read into one reused buffer, each whole and nothing more.
+#[test]
+fn a_directory_walk_reads_every_file_whole_and_follows_links_to_files_only() {
+    let dir = std::env::temp_dir().join(format!("fbc-walk-{}", std::process::id()));
+    let outside = std::env::temp_dir().join(format!("fbc-walk-outside-{}", std::process::id()));
+    for d in [&dir, &outside] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let package = |name: &str, description_bytes: usize| {
+        format!(
+            r#"{{"schema":"olm.package","name":"{name}","description":"{}"}}"#,
+            "d".repeat(description_bytes)
+        )
+    };
+    // Larger than a first read, then smaller, then larger than the buffer has grown to.
+    std::fs::create_dir_all(dir.join("a/nested/deeper")).unwrap();
+    std::fs::write(dir.join("a/big.json"), package("big", 200_000)).unwrap();
+    std::fs::write(dir.join("a/nested/small.json"), package("small", 3)).unwrap();
+    std::fs::write(
+        dir.join("a/nested/deeper/bigger.json"),
+        package("bigger", 700_000),
+    )
+    .unwrap();
+    std::fs::write(dir.join("top.json"), package("top", 0)).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("linked.json"), package("linked", 10)).unwrap();
+    std::fs::write(
+        outside.join("behind-a-directory-link.json"),
+        package("hidden", 1),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.join("linked.json"), dir.join("link.json")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("linked-dir")).unwrap();
+    std::os::unix::fs::symlink(dir.join("missing.json"), dir.join("dangling.json")).unwrap();
+
+    let catalog = fbc::parse_dir(&dir).unwrap();
+    let mut found: Vec<(&str, usize, &str)> = catalog
+        .packages
+        .iter()
+        .map(|p| {
+            let description = p.description.as_deref().unwrap_or_default();
+            (p.name.as_str(), description.len(), &*p.location.file)
+        })
+        .collect();
+    found.sort_unstable();
+    assert_eq!(
+        found,
+        [
+            ("big", 200_000, "a/big.json"),
+            ("bigger", 700_000, "a/nested/deeper/bigger.json"),
+            ("linked", 10, "link.json"),
+            ("small", 3, "a/nested/small.json"),
+            ("top", 0, "top.json"),
+        ]
+    );
+
+    // A file that cannot be read is named in the error, under the catalog's path.
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/mem", dir.join("b/unreadable.json")).unwrap();
+    let err = fbc::parse_dir(&dir).unwrap_err();
+    assert!(
+        matches!(&err, fbc::ParseError::Read { path, .. } if *path == dir.join("b/unreadable.json")),
+        "{err:?}"
+    );
+    for d in [&dir, &outside] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
