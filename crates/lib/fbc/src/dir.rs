@@ -2,11 +2,11 @@
 //!
 //! A catalog is usually thousands of package directories holding one file each, so listing
 //! and reading it is mostly system calls. Each directory and file is opened relative to the
-//! root's descriptor (the kernel walks one or two path components instead of the whole
-//! path), a directory is read without the `fstat` that `std::fs::read_dir` adds, and a file
-//! is read into a buffer its reader reuses, without the `statx` that `std::fs::read` makes to
-//! size a fresh one: four calls per file or directory (open, two reads, close) instead of
-//! five.
+//! root's descriptor (the kernel walks the path below the root, two components in the usual
+//! layout, instead of the whole path), a directory is read without the `fstat` that
+//! `std::fs::read_dir` adds, and a file is read into a buffer its reader reuses, without the
+//! `statx` that `std::fs::read` makes to size a fresh one: four calls per file or directory
+//! (open, two reads, close) instead of five.
 
 use std::ffi::CStr;
 use std::fs::File;
