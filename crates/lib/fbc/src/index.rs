@@ -440,7 +440,9 @@ impl CatalogIndex {
 
     /// Parses the catalog directory at `root`, keeping what `detail` says, and indexes it.
     pub fn from_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Self, LoadError> {
-        Ok(Self::new(parse_dir_with(root, detail)?)?)
+        // Listing, parsing and indexing share one set of threads.
+        let root = root.as_ref();
+        parallel::with_workers(|| Ok(Self::new(parse_dir_with(root, detail)?)?))
     }
 
     /// Parses in-memory catalog files (see [`crate::parse_files`]) and indexes them.

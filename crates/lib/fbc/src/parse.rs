@@ -62,7 +62,13 @@ pub fn parse_dir(root: impl AsRef<Path>) -> Result<Catalog, ParseError> {
 
 /// [`parse_dir`], keeping what `detail` says.
 pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog, ParseError> {
-    let root = CatalogDir::open(root.as_ref())?;
+    // Listing and parsing share one set of threads.
+    let root = root.as_ref();
+    parallel::with_workers(|| read_dir(root, detail))
+}
+
+fn read_dir(root: &Path, detail: Detail) -> Result<Catalog, ParseError> {
+    let root = CatalogDir::open(root)?;
     let mut paths = root.files()?;
     paths.sort();
 
