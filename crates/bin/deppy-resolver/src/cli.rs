@@ -253,7 +253,10 @@ impl ResolveArgs {
             .iter()
             .map(|(name, priority, index)| NamedCatalog::new(name, index).with_priority(*priority));
         let resolver = match Resolver::new(catalogs) {
-            Ok(resolver) => resolver.with_kube_version(self.kube_version),
+            // One resolution, then exit (see the `forget`s below).
+            Ok(resolver) => resolver
+                .with_kube_version(self.kube_version)
+                .for_one_shot_process(),
             Err(e) => return fail(EXIT_INVALID_INPUT, &chain(&e)),
         };
         let self_certified = self.self_certified;

@@ -125,6 +125,25 @@ pub(crate) fn build<'a>(
     }
 }
 
+/// A bundle variable's name, `catalog:package:version:channel` (the selection string),
+/// written into a string with room for all of it: `format!` starts from an empty string and
+/// grew it three or four times for every node, 8% of building the problem at 22k variables.
+fn node_id(catalog: &str, bundle: &Bundle, channel: &str) -> String {
+    use std::fmt::Write as _;
+    // Room for the version's text; a longer one only grows the string once.
+    const VERSION_ROOM: usize = 24;
+    let mut id = String::with_capacity(
+        catalog.len() + bundle.package.len() + channel.len() + VERSION_ROOM + 3,
+    );
+    // Writing into a String cannot fail.
+    let _ = write!(
+        id,
+        "{catalog}:{}:{}:{channel}",
+        bundle.package, bundle.version
+    );
+    id
+}
+
 impl<'a> Builder<'_, 'a> {
     /// The position of `offer`'s node, creating it (and queueing its dependencies) if new.
     fn node(&mut self, offer: Offer<'a>) -> Option<usize> {
@@ -137,10 +156,7 @@ impl<'a> Builder<'_, 'a> {
             return Some(position);
         }
         let ranked = Ranked::new(self.sources, offer)?;
-        let id = Identifier::new(format!(
-            "{}:{}:{}:{}",
-            ranked.catalog, offer.bundle.package, offer.bundle.version, offer.channel
-        ));
+        let id = Identifier::new(node_id(ranked.catalog, offer.bundle, offer.channel));
         let mut constraints = Vec::new();
         if let Some(cluster) = self.kube_version
             && let Some(unfit) = kube_version::unfit(offer.bundle, cluster)
@@ -420,5 +436,35 @@ impl<'a> Builder<'_, 'a> {
             .collect();
         ids.sort();
         ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(version: &str) -> Bundle {
+        Bundle {
+            package: "etcd".to_owned(),
+            name: "etcdoperator.v0.9.4".to_owned(),
+            image: "quay.io/example/etcd-bundle:v0.9.4".to_owned(),
+            related_images: Vec::new(),
+            version: version.parse().unwrap(),
+            properties: Vec::new(),
+            location: fbc::Location::new("etcd/catalog.json", 1),
+        }
+    }
+
+    #[test]
+    fn a_node_id_is_the_selection_string_whatever_the_version_length() {
+        for version in [
+            "0.9.4",
+            "1.22.0-rc.1",
+            "10.200.3000-alpha.1.beta.2.gamma.3+build.20261127.sha.0123456789abcdef",
+        ] {
+            let bundle = bundle(version);
+            let id = node_id("operatorhub", &bundle, "stable-v1");
+            assert_eq!(id, format!("operatorhub:etcd:{version}:stable-v1"));
+        }
     }
 }

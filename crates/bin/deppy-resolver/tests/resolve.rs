@@ -289,6 +289,28 @@ fn two_required_providers_of_one_api_are_unsatisfiable() {
     );
 }
 
+/// A resolver for a one-shot process leaves its working memory to the process's exit; what
+/// it answers must not change, whether it selects or refuses.
+#[test]
+fn a_one_shot_resolver_answers_as_any_other() {
+    let catalogs = community();
+    let one_shot = Resolver::new(catalogs.iter().copied())
+        .unwrap()
+        .for_one_shot_process();
+    let selected = one_shot.resolve(&request(&[r#"required("app")"#])).unwrap();
+    assert_eq!(
+        selected.selection_strings(),
+        selections(&catalogs, &[r#"required("app")"#])
+    );
+    let both = [r#"required("mysql")"#, r#"required("postgres")"#];
+    match one_shot.resolve(&request(&both)) {
+        Err(ResolveError::NotSatisfiable(unsatisfiable)) => {
+            assert_eq!(unsatisfiable.to_string(), explanation(&catalogs, &both));
+        }
+        other => panic!("expected unsatisfiable, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_deprecated_bundle_is_passed_over_for_an_older_one() {
     assert_eq!(
