@@ -3,32 +3,11 @@
 
 use std::fmt::Write as _;
 
-use deppy::Identifier;
+use deppy::{Description, Identifier, list};
 use fbc::{ConstraintError, ConstraintExpr, Gvk, IndexError, Version, VersionRange};
 
 use crate::kube_version::{KubeVersion, Unfit};
 use crate::requirement::Requirement;
-
-/// `a`, `a or b`, `a, b or c`: OLM's way of listing alternatives (and, with `and`, members).
-fn list(ids: &[Identifier], conjunction: &str) -> String {
-    words(ids, conjunction)
-}
-
-/// [`list`] for anything that reads as a string.
-fn words<S: AsRef<str>>(items: &[S], conjunction: &str) -> String {
-    let mut out = String::new();
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push_str(if i + 1 == items.len() {
-                conjunction
-            } else {
-                ", "
-            });
-        }
-        out.push_str(item.as_ref());
-    }
-    out
-}
 
 /// A request constraint's dependency on its candidates.
 pub(crate) fn requires_one_of(subject: &str, candidates: &[Identifier]) -> String {
@@ -194,7 +173,7 @@ pub(crate) fn installed_refusal(
         out,
         "; the upgrade graph allows {}{} from it",
         if one { "only " } else { "" },
-        words(&names, " or ")
+        list(&names, " or ")
     );
     if allowed.iter().any(|(_, reasons)| reasons.is_empty()) {
         return out;
@@ -302,21 +281,25 @@ pub(crate) fn prohibited_by(bundle: &Identifier, subject: &str) -> String {
     format!("bundle {bundle} is prohibited by {subject}")
 }
 
-/// At most one bundle per package.
-pub(crate) fn package_uniqueness(package: &str, bundles: &[Identifier]) -> String {
-    format!(
-        "there can be only one operator from package {package}: {} originate from package {package}",
-        list(bundles, " and ")
-    )
+/// At most one bundle per package; the bundles are the rule's own list, written out only
+/// when an explanation is read.
+pub(crate) fn package_uniqueness(package: &str) -> Description {
+    Description::Listing {
+        before: format!("there can be only one operator from package {package}: "),
+        conjunction: " and ",
+        after: format!(" originate from package {package}"),
+    }
 }
 
-/// At most one provider per API.
-pub(crate) fn gvk_uniqueness(gvk: &Gvk, bundles: &[Identifier]) -> String {
+/// At most one provider per API; the providers are the rule's own list, as for
+/// [`package_uniqueness`].
+pub(crate) fn gvk_uniqueness(gvk: &Gvk) -> Description {
     let api = format!("{} ({}/{})", gvk.kind, gvk.group, gvk.version);
-    format!(
-        "there can be only one provider of {api}: {} provide {api}",
-        list(bundles, " and ")
-    )
+    Description::Listing {
+        before: format!("there can be only one provider of {api}: "),
+        conjunction: " and ",
+        after: format!(" provide {api}"),
+    }
 }
 
 /// OLM's phrase for an API requirement.
@@ -377,8 +360,9 @@ mod tests {
             requires_one_of("s", &ids(&["a", "b", "c"])),
             "s requires at least one of a, b or c"
         );
+        let subject = Identifier::new("unique package p");
         assert_eq!(
-            package_uniqueness("p", &ids(&["a", "b", "c"])),
+            package_uniqueness("p").render(&subject, &ids(&["a", "b", "c"])),
             "there can be only one operator from package p: a, b and c originate from package p"
         );
     }

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use deppy::{Constraint as Rule, Description, Identifier, Identifiers, Variable};
-use fbc::{Bundle, Gvk, VersionRange};
+use fbc::{ApiId, Bundle, Gvk, VersionRange};
 
 use crate::candidates::{self, Offer, Ranked, preference};
 use crate::catalog::NamedCatalog;
@@ -68,7 +68,10 @@ struct Builder<'s, 'a> {
     /// separate pass over every node's bundle afterwards was a sixth of building at 22k
     /// variables, nearly all of it waiting for memory.
     by_package: foldhash::HashMap<&'a str, Vec<usize>>,
-    by_api: foldhash::HashMap<&'a Gvk, Vec<usize>>,
+    /// By (source, the API's number in that source's index): hashing two numbers instead of
+    /// an API's three strings. The same API in two catalogs is joined in
+    /// [`Builder::uniqueness`].
+    by_api: foldhash::HashMap<(usize, ApiId), (&'a Gvk, Vec<usize>)>,
 }
 
 /// Builds the problem for already checked, de-duplicated constraints.
@@ -85,6 +88,11 @@ pub(crate) fn build<'a>(
         .iter()
         .map(|source| source.index.catalog().bundles.len())
         .sum();
+    // The same for the uniqueness lists: room for every package and API of every source, so
+    // that neither map is rehashed as it grows (rehashing was 5% of building at 22k
+    // variables in a profile).
+    let packages = sources.iter().map(|s| s.index.package_count()).sum();
+    let apis = sources.iter().map(|s| s.index.provided_api_count()).sum();
     let mut builder = Builder {
         sources,
         kube_version,
@@ -92,8 +100,8 @@ pub(crate) fn build<'a>(
         positions: foldhash::HashMap::with_capacity_and_hasher(bundles, Default::default()),
         pending: VecDeque::new(),
         shared: foldhash::HashMap::default(),
-        by_package: foldhash::HashMap::default(),
-        by_api: foldhash::HashMap::default(),
+        by_package: foldhash::HashMap::with_capacity_and_hasher(packages, Default::default()),
+        by_api: foldhash::HashMap::with_capacity_and_hasher(apis, Default::default()),
     };
     let installed = constraints
         .iter()
@@ -274,9 +282,13 @@ impl<'a> Builder<'_, 'a> {
 
     /// One dependency per requirement of the node's bundle.
     fn add_dependencies(&mut self, position: usize) {
-        let bundle = self.nodes[position].ranked.offer.bundle;
-        for gvk in bundle.provided_gvks() {
-            self.by_api.entry(gvk).or_default().push(position);
+        let Offer { source, bundle, .. } = self.nodes[position].ranked.offer;
+        for (api, gvk) in self.sources[source].index.provided_apis(bundle) {
+            self.by_api
+                .entry((source, api))
+                .or_insert_with(|| (gvk, Vec::new()))
+                .1
+                .push(position);
         }
         let subject = self.nodes[position].id.clone();
         // Exactly as many as there will be: one list per reachable bundle, held until solved
@@ -384,13 +396,22 @@ impl<'a> Builder<'_, 'a> {
         // In name order, for stable output.
         let mut packages: Vec<(&str, Vec<usize>)> = self.by_package.drain().collect();
         packages.sort_unstable_by_key(|(package, _)| *package);
-        let mut apis: Vec<(&Gvk, Vec<usize>)> = self.by_api.drain().collect();
+        let mut apis: Vec<(&Gvk, Vec<usize>)> = self.by_api.drain().map(|(_, api)| api).collect();
         apis.sort_unstable_by_key(|(gvk, _)| *gvk);
+        // One list per API, whichever catalogs provide it (the order of positions within a
+        // list does not matter: the list is sorted by name below).
+        apis.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1.append(&mut later.1);
+            }
+            same
+        });
         let mut variables = Vec::new();
         for (package, positions) in packages {
             if positions.len() > 1 {
                 let ids = self.sorted_ids(&positions);
-                let message = messages::package_uniqueness(package, &ids);
+                let message = messages::package_uniqueness(package);
                 variables.push(
                     Variable::new(format!("unique package {package}")).with(
                         Rule::AtMost {
@@ -409,7 +430,7 @@ impl<'a> Builder<'_, 'a> {
                 .any(|&p| self.nodes[p].ranked.offer.bundle.package != first.package);
             if packages_differ {
                 let ids = self.sorted_ids(&positions);
-                let message = messages::gvk_uniqueness(gvk, &ids);
+                let message = messages::gvk_uniqueness(gvk);
                 variables.push(
                     Variable::new(format!(
                         "unique api {} ({}/{})",

@@ -311,6 +311,42 @@ fn a_one_shot_resolver_answers_as_any_other() {
     }
 }
 
+/// A catalog with one package at 1.0.0 that provides `Widget` (widgets.example.com/v1).
+fn widget_provider(package: &str) -> CatalogIndex {
+    let docs = [
+        format!(r#"{{"schema":"olm.package","name":"{package}","defaultChannel":"stable"}}"#),
+        format!(
+            r#"{{"schema":"olm.channel","package":"{package}","name":"stable","entries":[{{"name":"{package}.v1.0.0"}}]}}"#
+        ),
+        format!(
+            r#"{{"schema":"olm.bundle","package":"{package}","name":"{package}.v1.0.0","image":"example.com/{package}:1.0.0","properties":[{{"type":"olm.package","value":{{"packageName":"{package}","version":"1.0.0"}}}},{{"type":"olm.gvk","value":{{"group":"widgets.example.com","version":"v1","kind":"Widget"}}}}]}}"#
+        ),
+    ];
+    CatalogIndex::from_files([(format!("{package}/catalog.json"), docs.join("\n"))]).unwrap()
+}
+
+/// The resolver numbers each catalog's APIs apart; the same API from two catalogs must still
+/// be one API, provided at most once.
+#[test]
+fn one_api_provided_from_two_catalogs_is_provided_at_most_once() {
+    let (red, blue) = (widget_provider("red"), widget_provider("blue"));
+    let catalogs = [NamedCatalog::new("a", &red), NamedCatalog::new("b", &blue)];
+    assert_eq!(
+        explanation(&catalogs, &[r#"required("red")"#, r#"required("blue")"#]),
+        "constraints not satisfiable:\n\
+         required(\"red\") is mandatory\n\
+         required(\"red\") requires a:red:1.0.0:stable\n\
+         required(\"blue\") is mandatory\n\
+         required(\"blue\") requires b:blue:1.0.0:stable\n\
+         there can be only one provider of Widget (widgets.example.com/v1): \
+         a:red:1.0.0:stable and b:blue:1.0.0:stable provide Widget (widgets.example.com/v1)"
+    );
+    assert_eq!(
+        selections(&catalogs, &[r#"required("red")"#]),
+        ["a:red:1.0.0:stable"]
+    );
+}
+
 #[test]
 fn a_deprecated_bundle_is_passed_over_for_an_older_one() {
     assert_eq!(

@@ -61,5 +61,6 @@ mod solver;
 pub use error::{NotSatisfiable, SolveError, UnknownReference};
 pub use model::{
     AppliedConstraint, Constraint, Description, Identifier, Identifiers, Variable, identifiers,
+    list,
 };
 pub use solver::{Solution, Solver, Stats, solve};

@@ -160,16 +160,51 @@ pub enum Description {
         /// What comes after it, e.g. `" requires an operator in package foo"`.
         rest: Arc<str>,
     },
+    /// `{before}{list}{after}`, `list` being the identifiers the constraint refers to, as
+    /// [`list`] writes them. A uniqueness rule names every candidate of its package or API;
+    /// writing that list out for every rule, when only an explanation reads it, was most of
+    /// the cost of the rule's message.
+    Listing {
+        /// What comes before the list, e.g. `"there can be only one operator from package
+        /// foo: "`.
+        before: String,
+        /// What joins the last two identifiers, e.g. `" and "`.
+        conjunction: &'static str,
+        /// What comes after the list, e.g. `" originate from package foo"`.
+        after: String,
+    },
 }
 
 impl Description {
-    /// The message for the variable `subject`.
-    pub fn render(&self, subject: &Identifier) -> String {
+    /// The message for the variable `subject`, whose constraint refers to `references`.
+    pub fn render(&self, subject: &Identifier, references: &[Identifier]) -> String {
         match self {
             Self::Text(message) => message.clone(),
             Self::AboutSubject { lead, rest } => format!("{lead}{subject}{rest}"),
+            Self::Listing {
+                before,
+                conjunction,
+                after,
+            } => format!("{before}{}{after}", list(references, conjunction)),
         }
     }
+}
+
+/// `a`, `a{conjunction}b`, `a, b{conjunction}c`: the way OLM lists alternatives (`" or "`) and
+/// members (`" and "`).
+pub fn list<S: AsRef<str>>(items: &[S], conjunction: &str) -> String {
+    let mut out = String::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if i + 1 == items.len() {
+                conjunction
+            } else {
+                ", "
+            });
+        }
+        out.push_str(item.as_ref());
+    }
+    out
 }
 
 impl From<String> for Description {
@@ -294,7 +329,10 @@ impl Constraint {
                 negation(*subject_negated),
                 negation(*operand_negated)
             ),
-            Self::Described { message, .. } => message.render(subject),
+            Self::Described {
+                constraint,
+                message,
+            } => message.render(subject, constraint.references()),
         }
     }
 }
@@ -425,5 +463,32 @@ mod tests {
                 .message(&Identifier::new("x")),
             "plain text"
         );
+    }
+
+    #[test]
+    fn a_listing_description_lists_the_constraints_own_identifiers() {
+        let listing = || Description::Listing {
+            before: "only one of ".to_owned(),
+            conjunction: " and ",
+            after: " may be chosen".to_owned(),
+        };
+        let unique = |ids: &[&str]| {
+            Constraint::AtMost {
+                n: 1,
+                ids: identifiers(ids.iter().copied()),
+            }
+            .described(listing())
+        };
+        let subject = Identifier::new("unique package p");
+        assert_eq!(
+            unique(&["p:1", "p:2", "p:3"]).message(&subject),
+            "only one of p:1, p:2 and p:3 may be chosen"
+        );
+        assert_eq!(
+            unique(&["p:1", "p:2"]).message(&subject),
+            "only one of p:1 and p:2 may be chosen"
+        );
+        assert_eq!(list::<&str>(&[], " or "), "");
+        assert_eq!(list(&["a"], " or "), "a");
     }
 }

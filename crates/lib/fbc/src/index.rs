@@ -236,36 +236,60 @@ pub struct CatalogIndex {
     /// for every bundle it reaches; a hash probe is one comparison of the name, where an
     /// ordered map compared it with a dozen others.
     by_name: foldhash::HashMap<String, usize>,
-    providers: foldhash::HashMap<Gvk, Vec<usize>>,
+    providers: foldhash::HashMap<Gvk, Api>,
     /// The channels that hold each bundle (see [`CatalogIndex::graphs_holding`]).
     placement: Placement,
+    /// The [`ApiId`] of each API each bundle provides, in property order (see
+    /// [`CatalogIndex::provided_apis`]).
+    provided: ByBundle<ApiId>,
+}
+
+/// A number that stands for one API (group, version and kind) among those a catalog's
+/// bundles provide: equal numbers from one [`CatalogIndex`] are equal APIs. Comparing and
+/// hashing it reads no strings. An API's three strings each sit behind their own pointer,
+/// and hashing and comparing them was about 15% of building a resolution problem at 22k
+/// variables in a profile, most of it waiting for memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ApiId(u32);
+
+/// One provided API: its number and its providers, by package name, then newest first.
+#[derive(Debug, Clone)]
+struct Api {
+    id: ApiId,
+    providers: Vec<usize>,
 }
 
 /// Which channels hold each bundle of the catalog, by the bundle's position in
 /// `catalog.bundles`: the resolver asks it of every candidate it considers, and hashing the
-/// bundle's name into each channel's graph was about 7% of resolving 22k variables.
-///
-/// Bundle `b` is in the channels `holders[starts[b]..starts[b + 1]]`, each as (slot in
-/// `packages`, slot in that package's `channels`), in channel-name order. Positions are 32-bit
-/// to keep it small (a few hundred KiB for 50,000 bundles); a catalog too large for that has
-/// none, and the answer is then found by name.
+/// bundle's name into each channel's graph was about 7% of resolving 22k variables. Each
+/// value is (slot in `packages`, slot in that package's `channels`), in channel-name order.
+type Placement = ByBundle<(u32, u32)>;
+
+/// Values by bundle position in `catalog.bundles`, all in one list: bundle `b` has the values
+/// `values[starts[b]..starts[b + 1]]`. Positions are 32-bit to keep it small (a few hundred
+/// KiB for 50,000 bundles); a catalog too large for that has none (every lookup answers
+/// `None`), and callers then find the answer another way.
 #[derive(Debug, Clone, Default)]
-struct Placement {
+struct ByBundle<T> {
     starts: Vec<u32>,
-    holders: Vec<(u32, u32)>,
+    values: Vec<T>,
 }
 
-impl Placement {
-    /// From each package's (bundle position, channel slot) pairs, packages by slot.
-    fn new(bundles: usize, packages: &[Vec<(usize, usize)>]) -> Self {
-        Self::try_new(bundles, packages).unwrap_or_default()
+impl<T: Copy + Default> ByBundle<T> {
+    /// From (bundle position, value) pairs, each bundle's values in the order given.
+    /// `pairs` is called twice and must give the same pairs both times.
+    fn new<I: Iterator<Item = (usize, T)>>(bundles: usize, pairs: impl Fn() -> I) -> Self {
+        Self::try_new(bundles, pairs).unwrap_or_default()
     }
 
-    fn try_new(bundles: usize, packages: &[Vec<(usize, usize)>]) -> Option<Self> {
-        // A counting sort by bundle: count each bundle's channels, turn the counts into
-        // start positions, then place each pair at its bundle's next free position.
+    fn try_new<I: Iterator<Item = (usize, T)>>(
+        bundles: usize,
+        pairs: impl Fn() -> I,
+    ) -> Option<Self> {
+        // A counting sort by bundle: count each bundle's values, turn the counts into start
+        // positions, then place each value at its bundle's next free position.
         let mut starts = vec![0_u32; bundles.checked_add(1)?];
-        for &(bundle, _) in packages.iter().flatten() {
+        for (bundle, _) in pairs() {
             let count = starts.get_mut(bundle)?;
             *count = count.checked_add(1)?;
         }
@@ -276,24 +300,20 @@ impl Placement {
             total = total.checked_add(count)?;
         }
         let mut next = starts.clone();
-        let mut holders = vec![(0_u32, 0_u32); usize::try_from(total).ok()?];
-        for (package, pairs) in packages.iter().enumerate() {
-            let package = u32::try_from(package).ok()?;
-            for &(bundle, channel) in pairs {
-                let at = next.get_mut(bundle)?;
-                *holders.get_mut(usize::try_from(*at).ok()?)? =
-                    (package, u32::try_from(channel).ok()?);
-                *at += 1;
-            }
+        let mut values = vec![T::default(); usize::try_from(total).ok()?];
+        for (bundle, value) in pairs() {
+            let at = next.get_mut(bundle)?;
+            *values.get_mut(usize::try_from(*at).ok()?)? = value;
+            *at += 1;
         }
-        Some(Self { starts, holders })
+        Some(Self { starts, values })
     }
 
-    /// Bundle `bundle`'s (package slot, channel slot) pairs, if the catalog has a placement.
-    fn holders(&self, bundle: usize) -> Option<&[(u32, u32)]> {
+    /// Bundle `bundle`'s values, if the catalog has a table.
+    fn get(&self, bundle: usize) -> Option<&[T]> {
         let start = usize::try_from(*self.starts.get(bundle)?).ok()?;
         let end = usize::try_from(*self.starts.get(bundle.checked_add(1)?)?).ok()?;
-        self.holders.get(start..end)
+        self.values.get(start..end)
     }
 }
 
@@ -372,7 +392,7 @@ impl CatalogIndex {
             |_| false,
         );
         let mut packages = Vec::with_capacity(indexed.len());
-        let mut provided = Vec::with_capacity(indexed.len());
+        let mut provided: Vec<Provided<'_>> = Vec::with_capacity(indexed.len());
         let mut holding = Vec::with_capacity(indexed.len());
         for (slot, (index, mut problems, apis, held)) in indexed.into_iter().enumerate() {
             for problem in &mut problems {
@@ -394,28 +414,63 @@ impl CatalogIndex {
         }
 
         // Packages in name order, each with its providers newest first, as before the
-        // packages were indexed apart.
-        let mut providers: foldhash::HashMap<Gvk, Vec<usize>> = foldhash::HashMap::default();
-        for (gvk, bundles) in provided.into_iter().flatten() {
-            match providers.get_mut(gvk) {
-                Some(list) => list.extend(bundles),
-                None => {
-                    providers.insert(gvk.clone(), bundles);
-                }
+        // packages were indexed apart. Each API is numbered as it is first met; each
+        // package's own numbering of its APIs is turned into these numbers once per API.
+        let mut providers: foldhash::HashMap<Gvk, Api> = foldhash::HashMap::default();
+        let mut numbered = Vec::with_capacity(provided.len());
+        for Provided { apis, by_bundle } in provided {
+            let mut ids = Vec::with_capacity(apis.len());
+            for (gvk, bundles) in apis {
+                let id = match providers.get_mut(gvk) {
+                    Some(api) => {
+                        api.providers.extend(bundles);
+                        api.id
+                    }
+                    None => {
+                        // More than 2^32 APIs cannot be held in memory.
+                        let id = ApiId(u32::try_from(providers.len()).unwrap_or(u32::MAX));
+                        let api = Api {
+                            id,
+                            providers: bundles,
+                        };
+                        providers.insert(gvk.clone(), api);
+                        id
+                    }
+                };
+                ids.push(id);
             }
+            numbered.push((ids, by_bundle));
         }
+        let provided = ByBundle::new(catalog.bundles.len(), || {
+            numbered.iter().flat_map(|(ids, by_bundle)| {
+                by_bundle
+                    .iter()
+                    .filter_map(|&(bundle, slot)| Some((bundle, *ids.get(slot)?)))
+            })
+        });
         let by_name = packages
             .iter()
             .enumerate()
             .map(|(slot, index)| (catalog.packages[index.package].name.clone(), slot))
             .collect();
-        let placement = Placement::new(catalog.bundles.len(), &holding);
+        // Slots are far below 2^32: a package slot per package, a channel slot per channel.
+        let placement = Placement::new(catalog.bundles.len(), || {
+            holding.iter().enumerate().flat_map(|(package, pairs)| {
+                pairs.iter().filter_map(move |&(bundle, channel)| {
+                    Some((
+                        bundle,
+                        (u32::try_from(package).ok()?, u32::try_from(channel).ok()?),
+                    ))
+                })
+            })
+        });
         Ok(Self {
             catalog,
             packages,
             by_name,
             providers,
             placement,
+            provided,
         })
     }
 
@@ -548,7 +603,7 @@ impl CatalogIndex {
     ) -> impl Iterator<Item = (&'s Channel, &'s ChannelGraph)> + 's {
         let placed = self
             .position_of(bundle)
-            .and_then(|position| self.placement.holders(position));
+            .and_then(|position| self.placement.get(position));
         let by_name = match placed {
             Some(_) => None,
             None => self.entry(&bundle.package),
@@ -587,8 +642,44 @@ impl CatalogIndex {
         self.providers
             .get(gvk)
             .into_iter()
-            .flatten()
+            .flat_map(|api| &api.providers)
             .map(|b| &self.catalog.bundles[*b])
+    }
+
+    /// The APIs `bundle` provides (its `olm.gvk` properties, in order), each with its
+    /// [`ApiId`] in this catalog. For a bundle of this catalog the numbers are looked up by
+    /// position, without reading the APIs' strings; any other bundle's APIs are looked up by
+    /// value, and those this catalog does not provide are left out.
+    pub fn provided_apis<'s>(
+        &'s self,
+        bundle: &'s Bundle,
+    ) -> impl Iterator<Item = (ApiId, &'s Gvk)> + 's {
+        let placed = self
+            .position_of(bundle)
+            .and_then(|position| self.provided.get(position));
+        let by_value = match placed {
+            Some(_) => None,
+            None => Some(
+                bundle
+                    .provided_gvks()
+                    .filter_map(|gvk| Some((self.providers.get(gvk)?.id, gvk))),
+            ),
+        };
+        let by_position = placed.map(|ids| ids.iter().copied().zip(bundle.provided_gvks()));
+        by_position
+            .into_iter()
+            .flatten()
+            .chain(by_value.into_iter().flatten())
+    }
+
+    /// How many packages the catalog has (each counted once, whatever its blobs).
+    pub fn package_count(&self) -> usize {
+        self.packages.len()
+    }
+
+    /// How many distinct APIs (`olm.gvk`) the catalog's bundles provide.
+    pub fn provided_api_count(&self) -> usize {
+        self.providers.len()
     }
 
     /// Bundles of `package` that are in `channel` (any channel when `None`) and whose version
@@ -805,7 +896,13 @@ fn group_by_package(catalog: &Catalog, found: &mut Vec<Found>) -> Vec<Members> {
 }
 
 /// Each API one package provides, with the indices of its bundles that provide it.
-type Provided<'c> = Vec<(&'c Gvk, Vec<usize>)>;
+/// What one package provides: each API with its providers, in first-mention order (an API's
+/// slot is its position here), and (bundle position, API slot) for every `olm.gvk` property
+/// of every bundle, in property order.
+struct Provided<'c> {
+    apis: Vec<(&'c Gvk, Vec<usize>)>,
+    by_bundle: Vec<(usize, usize)>,
+}
 
 /// Indexes one package from its blobs: its index, the problems found, and the bundles
 /// providing each API it provides (see [`providers_in`]). Problems of [`Stage::Contents`] are
@@ -846,22 +943,28 @@ fn holding_in(catalog: &Catalog, index: &PackageIndex) -> Vec<(usize, usize)> {
 /// while each package is indexed on its own, so that the catalog-wide map is merged from a
 /// few entries per package instead of one per bundle and API.
 fn providers_in<'c>(catalog: &'c Catalog, bundles: &[usize]) -> Provided<'c> {
-    let mut provided: Vec<(&Gvk, Vec<usize>)> = Vec::new();
+    let mut apis: Vec<(&Gvk, Vec<usize>)> = Vec::new();
+    let mut by_bundle = Vec::with_capacity(bundles.len());
     let mut slots: foldhash::HashMap<&Gvk, usize> = foldhash::HashMap::default();
     for &b in bundles {
         for gvk in catalog.bundles[b].provided_gvks() {
-            match slots.get(gvk) {
+            let slot = match slots.get(gvk) {
                 // A bundle listing an API twice is one provider.
-                Some(&slot) if provided[slot].1.last() != Some(&b) => provided[slot].1.push(b),
-                Some(_) => {}
-                None => {
-                    slots.insert(gvk, provided.len());
-                    provided.push((gvk, vec![b]));
+                Some(&slot) if apis[slot].1.last() != Some(&b) => {
+                    apis[slot].1.push(b);
+                    slot
                 }
-            }
+                Some(&slot) => slot,
+                None => {
+                    slots.insert(gvk, apis.len());
+                    apis.push((gvk, vec![b]));
+                    apis.len() - 1
+                }
+            };
+            by_bundle.push((b, slot));
         }
     }
-    provided
+    Provided { apis, by_bundle }
 }
 
 /// The name of each bundle of `catalog` by position, for [`PackageIndex::bundle_by_name`].

@@ -48,7 +48,7 @@ pub use error::ParseError;
 pub use evaluate::ConstraintError;
 pub use gvk::Gvk;
 pub use ignore::INDEX_IGNORE;
-pub use index::{CatalogError, CatalogIndex, Deprecation, IndexError, LoadError};
+pub use index::{ApiId, CatalogError, CatalogIndex, Deprecation, IndexError, LoadError};
 pub use location::Location;
 pub use model::{
     Bundle, Catalog, Channel, ChannelEntry, DeprecationEntry, DeprecationReference, Deprecations,

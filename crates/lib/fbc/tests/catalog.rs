@@ -433,6 +433,33 @@ fn providers_of_an_api_are_listed_by_package_then_newest_first_once_each() {
             .count(),
         37 * 3
     );
+    // Shared, Own07 and Other, each counted once however many bundles provide it.
+    assert_eq!(index.provided_api_count(), 3);
+    assert_eq!(index.package_count(), 40);
+
+    // Each API has one number, whichever bundle provides it; a bundle's APIs come in
+    // property order, a repeated one repeated.
+    let apis = |package: &str| {
+        let bundle = index.bundle(package, &format!("{package}.v1.1.0")).unwrap();
+        index
+            .provided_apis(bundle)
+            .map(|(id, gvk)| (id, gvk.kind.clone()))
+            .collect::<Vec<_>>()
+    };
+    let p07 = apis("p07");
+    let kinds: Vec<&str> = p07.iter().map(|(_, kind)| kind.as_str()).collect();
+    assert_eq!(kinds, ["Shared", "Own07", "Shared"]);
+    let (shared, own) = (p07[0].0, p07[1].0);
+    assert_eq!(p07[2].0, shared);
+    assert_ne!(shared, own);
+    assert_eq!(apis("p03"), [(shared, "Shared".to_owned())]);
+    let other = apis("p00")[0].0;
+    assert!(other != shared && other != own);
+    // A copy of a bundle is not one of the catalog's: its APIs are found by value, with the
+    // same numbers.
+    let copy = index.bundle("p07", "p07.v1.1.0").unwrap().clone();
+    let by_value: Vec<_> = index.provided_apis(&copy).map(|(id, _)| id).collect();
+    assert_eq!(by_value, [shared, own, shared]);
 }
 
 #[test]
