@@ -453,17 +453,25 @@ impl CatalogIndex {
             .enumerate()
             .map(|(slot, index)| (catalog.packages[index.package].name.clone(), slot))
             .collect();
-        // Slots are far below 2^32: a package slot per package, a channel slot per channel.
-        let placement = Placement::new(catalog.bundles.len(), || {
-            holding.iter().enumerate().flat_map(|(package, pairs)| {
-                pairs.iter().filter_map(move |&(bundle, channel)| {
-                    Some((
-                        bundle,
-                        (u32::try_from(package).ok()?, u32::try_from(channel).ok()?),
-                    ))
+        // Every slot fits in 32 bits when the counts do (a package slot per package, a
+        // channel slot per channel); a catalog too large for that has no placement, so that
+        // no bundle is left with only some of its channels.
+        let fits =
+            u32::try_from(holding.len()).is_ok() && u32::try_from(catalog.channels.len()).is_ok();
+        let placement = if !fits {
+            Placement::default()
+        } else {
+            Placement::new(catalog.bundles.len(), || {
+                holding.iter().enumerate().flat_map(|(package, pairs)| {
+                    pairs.iter().filter_map(move |&(bundle, channel)| {
+                        Some((
+                            bundle,
+                            (u32::try_from(package).ok()?, u32::try_from(channel).ok()?),
+                        ))
+                    })
                 })
             })
-        });
+        };
         Ok(Self {
             catalog,
             packages,
@@ -895,7 +903,6 @@ fn group_by_package(catalog: &Catalog, found: &mut Vec<Found>) -> Vec<Members> {
     members
 }
 
-/// Each API one package provides, with the indices of its bundles that provide it.
 /// What one package provides: each API with its providers, in first-mention order (an API's
 /// slot is its position here), and (bundle position, API slot) for every `olm.gvk` property
 /// of every bundle, in property order.
