@@ -249,7 +249,7 @@ pub struct CatalogIndex {
 /// hashing it reads no strings. An API's three strings each sit behind their own pointer,
 /// and hashing and comparing them was about 15% of building a resolution problem at 22k
 /// variables in a profile, most of it waiting for memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ApiId(u32);
 
 /// One provided API: its number and its providers, by package name, then newest first.
@@ -269,13 +269,24 @@ type Placement = ByBundle<(u32, u32)>;
 /// `values[starts[b]..starts[b + 1]]`. Positions are 32-bit to keep it small (a few hundred
 /// KiB for 50,000 bundles); a catalog too large for that has none (every lookup answers
 /// `None`), and callers then find the answer another way.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct ByBundle<T> {
     starts: Vec<u32>,
     values: Vec<T>,
 }
 
-impl<T: Copy + Default> ByBundle<T> {
+/// No table: every lookup answers `None`. (Derived, it would ask `T: Default`, and a default
+/// [`ApiId`] would be some real API's number.)
+impl<T> Default for ByBundle<T> {
+    fn default() -> Self {
+        Self {
+            starts: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+}
+
+impl<T: Copy> ByBundle<T> {
     /// From (bundle position, value) pairs, each bundle's values in the order given.
     /// `pairs` is called twice and must give the same pairs both times.
     fn new<I: Iterator<Item = (usize, T)>>(bundles: usize, pairs: impl Fn() -> I) -> Self {
@@ -300,7 +311,11 @@ impl<T: Copy + Default> ByBundle<T> {
             total = total.checked_add(count)?;
         }
         let mut next = starts.clone();
-        let mut values = vec![T::default(); usize::try_from(total).ok()?];
+        // Every slot is overwritten below; the first value only fills them until then.
+        let mut values = match pairs().next() {
+            Some((_, first)) => vec![first; usize::try_from(total).ok()?],
+            None => Vec::new(),
+        };
         for (bundle, value) in pairs() {
             let at = next.get_mut(bundle)?;
             *values.get_mut(usize::try_from(*at).ok()?)? = value;
