@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use crate::error::ParseError;
-use crate::parallel;
 
 /// The first size of a buffer to read catalog files into: most are smaller, and a buffer
 /// grows to the largest file its reader meets.
@@ -38,22 +37,20 @@ impl<'p> CatalogDir<'p> {
         Ok(Self { path, fd })
     }
 
-    /// The files under the root, as `/`-separated paths relative to it, in no particular
-    /// order. The top-level directories (one per package in the usual layout) are listed on
-    /// every core: listing a catalog of thousands of packages is thousands of system calls.
-    pub(crate) fn files(&self) -> Result<Vec<String>, ParseError> {
-        let mut files = Vec::new();
-        let mut directories = Vec::new();
+    /// The root's own files and directories, as names relative to it, in no particular
+    /// order.
+    pub(crate) fn top_level(&self) -> Result<(Vec<String>, Vec<String>), ParseError> {
+        let (mut files, mut directories) = (Vec::new(), Vec::new());
         self.list("", &mut files, &mut directories)?;
-        let walk = |top: &String| {
-            let (mut files, mut directories) = (Vec::new(), vec![top.clone()]);
-            while let Some(directory) = directories.pop() {
-                self.list(&directory, &mut files, &mut directories)?;
-            }
-            Ok(files)
-        };
-        for listed in parallel::map_in_order(&directories, 4, walk, Result::is_err) {
-            files.extend(listed?);
+        Ok((files, directories))
+    }
+
+    /// The files under directory `rel`, at any depth, as `/`-separated paths relative to
+    /// the root, in no particular order.
+    pub(crate) fn files_under(&self, rel: &str) -> Result<Vec<String>, ParseError> {
+        let (mut files, mut directories) = (Vec::new(), vec![rel.to_owned()]);
+        while let Some(directory) = directories.pop() {
+            self.list(&directory, &mut files, &mut directories)?;
         }
         Ok(files)
     }

@@ -14,7 +14,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 pub const INDEX_IGNORE: &str = ".indexignore";
 
 /// The ignore rules of one catalog tree.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct IndexIgnore {
     /// (directory relative to the root, "" for the root; its patterns)
     rules: Vec<(String, Gitignore)>,

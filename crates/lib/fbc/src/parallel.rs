@@ -1,11 +1,11 @@
 //! Independent work spread over the machine's cores, with results in input order.
 //!
-//! A catalog directory's folders list independently, its files parse independently, and once
-//! its blobs are grouped by package each package indexes independently. Loading a large
-//! catalog is most of a whole `resolve` run, so all three run on every core.
+//! A catalog directory's top-level folders are listed and read independently, and once its
+//! blobs are grouped by package each package indexes independently. Loading a large catalog
+//! is most of a whole `resolve` run, so both steps run on every core.
 //!
 //! The threads are rayon's, in a pool made for one load ([`with_workers`]) and ended with it:
-//! the three steps share them instead of starting and ending threads of their own each time
+//! the steps share them instead of starting and ending threads of their own each time
 //! (on a small catalog that was 0.7 ms of a 15 ms `resolve`), and a controller that loads
 //! catalogs rarely keeps no idle threads between loads.
 
@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 /// The cores this process may use, asked once: the standard library reads the process's
-/// cgroup files every time (about twenty system calls), and one catalog load asks three
+/// cgroup files every time (about twenty system calls), and one catalog load used to ask three
 /// times. A pod resized in place keeps the first answer until it restarts, which only sets
 /// how many threads share a load.
 fn cores() -> usize {

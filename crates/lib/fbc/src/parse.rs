@@ -69,30 +69,68 @@ pub fn parse_dir_with(root: impl AsRef<Path>, detail: Detail) -> Result<Catalog,
 
 fn read_dir(root: &Path, detail: Detail) -> Result<Catalog, ParseError> {
     let root = CatalogDir::open(root)?;
-    let mut paths = root.files()?;
-    paths.sort();
+    let (files, directories) = root.top_level()?;
 
+    // The root's `.indexignore` can hide anything, so it is read before anything else.
     let mut ignore = IndexIgnore::default();
     let mut buffer = Vec::new();
-    for rel in paths.iter().filter(|p| is_index_ignore(p)) {
+    for rel in files.iter().filter(|p| is_index_ignore(p)) {
         let bytes = root.read(rel, &mut buffer)?;
         add_ignore(&mut ignore, rel, bytes)?;
     }
-    let files: Vec<&str> = paths
-        .iter()
-        .map(String::as_str)
-        .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
+    // One piece of work per top-level file and per top-level directory (a package, in the
+    // usual layout), listed and read by the same worker: listing every directory first and
+    // reading the files in a second pass walked each file's path from the root again and
+    // waited for the slowest listing in between. The files under a directory are exactly the
+    // paths that start with its name and a `/`, so they sort together, right where that
+    // prefix sorts among the top-level files: in this order, files are read in path order,
+    // as when they were listed all at once and sorted.
+    let mut pieces: Vec<(String, bool)> = files
+        .into_iter()
+        .filter(|p| !is_index_ignore(p))
+        .map(|file| (file, false))
+        .chain(directories.into_iter().map(|mut directory| {
+            directory.push('/');
+            (directory, true)
+        }))
         .collect();
-    // Files are independent until they are indexed. Only the first error in file order is
-    // reported, as when files were read one after the other. Each worker reads into one
-    // buffer of its own.
-    let parse = |buffer: &mut Vec<u8>, rel: &&str| {
-        let bytes = root.read(rel, buffer)?;
+    pieces.sort_unstable();
+    // Only the first error in path order is reported, as when files were read one after the
+    // other. Each worker reads into one buffer of its own.
+    let read = |buffer: &mut Vec<u8>, (piece, is_directory): &(String, bool)| {
         let mut part = Catalog::default();
-        parse_into_with(&mut part, rel, bytes, detail)?;
+        if !is_directory {
+            if !ignore.is_ignored(piece) {
+                let bytes = root.read(piece, buffer)?;
+                parse_into_with(&mut part, piece, bytes, detail)?;
+            }
+            return Ok(part);
+        }
+        let directory = piece.strip_suffix('/').unwrap_or(piece);
+        let mut paths = root.files_under(directory)?;
+        paths.sort_unstable();
+        // `.indexignore` files below the root apply below their own directory only.
+        let mut nested = paths.iter().filter(|p| is_index_ignore(p)).peekable();
+        let ignore = if nested.peek().is_some() {
+            let mut combined = ignore.clone();
+            for rel in nested {
+                let bytes = root.read(rel, buffer)?;
+                add_ignore(&mut combined, rel, bytes)?;
+            }
+            Cow::Owned(combined)
+        } else {
+            Cow::Borrowed(&ignore)
+        };
+        for rel in paths
+            .iter()
+            .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
+        {
+            let bytes = root.read(rel, buffer)?;
+            parse_into_with(&mut part, rel, bytes, detail)?;
+        }
         Ok(part)
     };
-    let parts = parallel::map_in_order_with(&files, 1, Vec::new, parse, Result::is_err);
+    let parts = parallel::map_in_order_with(&pieces, 1, Vec::new, read, Result::is_err);
     Ok(Catalog::concat(
         parts.into_iter().collect::<Result<_, _>>()?,
     ))

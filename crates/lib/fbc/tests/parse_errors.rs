@@ -568,6 +568,75 @@ fn a_directory_keeps_file_order_and_reports_its_first_broken_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Each top-level folder is listed and read by one worker, but blobs still come in the order
+/// of their files' whole paths: a folder's files sort where its name and a `/` sort among the
+/// top-level files (`a-b.json` < `a.json` < `a/…` < `a0.json`), and a root `.indexignore`
+/// reaches into every folder while a folder's own applies inside it only.
+#[test]
+fn a_directory_is_read_in_whole_path_order_with_every_indexignore_applied() {
+    let dir = std::env::temp_dir().join(format!("fbc-path-order-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let package = |name: &str| format!("{{\"schema\":\"olm.package\",\"name\":\"{name}\"}}\n");
+    let broken = "{\"schema\":";
+    let files: [(&str, String); 13] = [
+        ("a0.json", package("fifth")),
+        ("a/z.json", package("fourth")),
+        ("a/x.json", package("third")),
+        ("a/sub/y.json", package("second-and-a-half")),
+        ("a.json", package("second")),
+        ("a-b.json", package("first")),
+        ("b/keep.json", package("last")),
+        ("b/skip.json", broken.to_owned()),
+        ("b/.indexignore", "skip.json\n".to_owned()),
+        ("c/broken.json", broken.to_owned()),
+        ("d/notes.md", "# not a catalog\n".to_owned()),
+        ("notes.md", "# not a catalog\n".to_owned()),
+        (".indexignore", "*.md\nc/\n".to_owned()),
+    ];
+    for (path, contents) in &files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    let catalog = fbc::parse_dir(&dir).unwrap();
+    let names: Vec<&str> = catalog.packages.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "first",
+            "second",
+            "second-and-a-half",
+            "third",
+            "fourth",
+            "fifth",
+            "last"
+        ]
+    );
+    let files: Vec<&str> = catalog.packages.iter().map(|p| &*p.location.file).collect();
+    assert_eq!(
+        files,
+        [
+            "a-b.json",
+            "a.json",
+            "a/sub/y.json",
+            "a/x.json",
+            "a/z.json",
+            "a0.json",
+            "b/keep.json"
+        ]
+    );
+
+    // A folder's `.indexignore` does not reach its neighbours.
+    std::fs::write(dir.join("e.json"), broken).unwrap();
+    std::fs::write(dir.join("a/skip.json"), broken).unwrap();
+    let err = fbc::parse_dir(&dir).unwrap_err();
+    assert!(
+        err.to_string().starts_with("malformed JSON in a/skip.json"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Problems come in a fixed order whatever the order work is done in: duplicate packages,
 /// then bundles in file order, channels in file order, each package's own checks in package
 /// name order, and deprecations in file order.
