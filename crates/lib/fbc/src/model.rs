@@ -65,6 +65,32 @@ impl Catalog {
         catalog
     }
 
+    /// Empties every list, keeping its room.
+    pub(crate) fn clear(&mut self) {
+        self.packages.clear();
+        self.channels.clear();
+        self.bundles.clear();
+        self.deprecations.clear();
+        self.others.clear();
+    }
+
+    /// Moves every blob out into a catalog whose lists are exactly their length, leaving this
+    /// one empty with its room, to gather the next blobs in.
+    pub(crate) fn take_exact(&mut self) -> Catalog {
+        fn exact<T>(list: &mut Vec<T>) -> Vec<T> {
+            let mut taken = Vec::with_capacity(list.len());
+            taken.append(list);
+            taken
+        }
+        Catalog {
+            packages: exact(&mut self.packages),
+            channels: exact(&mut self.channels),
+            bundles: exact(&mut self.bundles),
+            deprecations: exact(&mut self.deprecations),
+            others: exact(&mut self.others),
+        }
+    }
+
     /// Gives back what the lists grew beyond their length while parsing: up to half of each,
     /// for as long as the catalog is held.
     pub(crate) fn shrink_to_fit(&mut self) {

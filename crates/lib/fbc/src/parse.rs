@@ -96,44 +96,62 @@ fn read_dir(root: &Path, detail: Detail) -> Result<Catalog, ParseError> {
         .collect();
     pieces.sort_unstable();
     // Only the first error in path order is reported, as when files were read one after the
-    // other. Each worker reads into one buffer of its own.
-    let read = |buffer: &mut Vec<u8>, (piece, is_directory): &(String, bool)| {
-        let mut part = Catalog::default();
-        if !is_directory {
-            if !ignore.is_ignored(piece) {
-                let bytes = root.read(piece, buffer)?;
-                parse_into_with(&mut part, piece, bytes, detail)?;
-            }
-            return Ok(part);
-        }
-        let directory = piece.strip_suffix('/').unwrap_or(piece);
-        let mut paths = root.files_under(directory)?;
-        paths.sort_unstable();
-        // `.indexignore` files below the root apply below their own directory only.
-        let mut nested = paths.iter().filter(|p| is_index_ignore(p)).peekable();
-        let ignore = if nested.peek().is_some() {
-            let mut combined = ignore.clone();
-            for rel in nested {
-                let bytes = root.read(rel, buffer)?;
-                add_ignore(&mut combined, rel, bytes)?;
-            }
-            Cow::Owned(combined)
-        } else {
-            Cow::Borrowed(&ignore)
-        };
-        for rel in paths
-            .iter()
-            .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
-        {
-            let bytes = root.read(rel, buffer)?;
-            parse_into_with(&mut part, rel, bytes, detail)?;
-        }
-        Ok(part)
+    // other. Each worker reads into one buffer of its own and gathers each piece's blobs in
+    // lists of its own, which the piece then takes at exactly their length: a piece's own
+    // lists, grown blob by blob, were copied into fresh memory as they doubled, 3% of a
+    // whole run's CPU at 22k variables.
+    let read = |(buffer, gathered): &mut (Vec<u8>, Catalog), piece: &(String, bool)| {
+        gathered.clear();
+        read_piece(&root, &ignore, piece, detail, buffer, gathered)?;
+        Ok(gathered.take_exact())
     };
-    let parts = parallel::map_in_order_with(&pieces, 1, Vec::new, read, Result::is_err);
+    let scratch = || (Vec::new(), Catalog::default());
+    let parts = parallel::map_in_order_with(&pieces, 1, scratch, read, Result::is_err);
     Ok(Catalog::concat(
         parts.into_iter().collect::<Result<_, _>>()?,
     ))
+}
+
+/// Adds the blobs of one top-level file, or of every file under one top-level directory
+/// (`piece` ends with `/`), to `part`, in path order.
+fn read_piece(
+    root: &CatalogDir<'_>,
+    ignore: &IndexIgnore,
+    (piece, is_directory): &(String, bool),
+    detail: Detail,
+    buffer: &mut Vec<u8>,
+    part: &mut Catalog,
+) -> Result<(), ParseError> {
+    if !is_directory {
+        if !ignore.is_ignored(piece) {
+            let bytes = root.read(piece, buffer)?;
+            parse_into_with(part, piece, bytes, detail)?;
+        }
+        return Ok(());
+    }
+    let directory = piece.strip_suffix('/').unwrap_or(piece);
+    let mut paths = root.files_under(directory)?;
+    paths.sort_unstable();
+    // `.indexignore` files below the root apply below their own directory only.
+    let mut nested = paths.iter().filter(|p| is_index_ignore(p)).peekable();
+    let ignore = if nested.peek().is_some() {
+        let mut combined = ignore.clone();
+        for rel in nested {
+            let bytes = root.read(rel, buffer)?;
+            add_ignore(&mut combined, rel, bytes)?;
+        }
+        Cow::Owned(combined)
+    } else {
+        Cow::Borrowed(ignore)
+    };
+    for rel in paths
+        .iter()
+        .filter(|p| !is_index_ignore(p) && !ignore.is_ignored(p))
+    {
+        let bytes = root.read(rel, buffer)?;
+        parse_into_with(part, rel, bytes, detail)?;
+    }
+    Ok(())
 }
 
 /// Reads catalog files held in memory, e.g. extracted from a tar archive, with the same rules
