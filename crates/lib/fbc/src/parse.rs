@@ -376,9 +376,10 @@ fn read_typed_document<D: KnownDetail>(
 /// type and defaults of [`RawPackage`], [`RawChannel`] and [`RawBundle`].
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", bound(deserialize = "D: KnownDetail"))]
-struct RawBlob<D> {
-    #[serde(default)]
-    schema: Option<String>,
+struct RawBlob<'a, D> {
+    /// Borrowed from the document: only compared, never kept.
+    #[serde(default, borrow)]
+    schema: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "nullable")]
     name: String,
     #[serde(default, deserialize_with = "nullable")]
@@ -393,14 +394,35 @@ struct RawBlob<D> {
     entries: Vec<RawEntry>,
     #[serde(default, deserialize_with = "nullable")]
     image: String,
-    #[serde(default, deserialize_with = "nullable")]
-    related_images: Vec<RelatedImage>,
+    #[serde(default, borrow, deserialize_with = "nullable")]
+    related_images: Vec<RelatedImageText<'a>>,
     /// Interpreted as they are read (see [`one_pass`]).
     #[serde(default, deserialize_with = "nullable")]
     properties: Interpreted<D>,
 }
 
-impl<D> RawBlob<D> {
+/// A `relatedImages` entry as the one-pass reader reads it: the fields, defaults and errors
+/// of [`RelatedImage`], with the text borrowed from the document. A resolution-level read
+/// drops related images, so it checks them without copying them (two strings per image, for
+/// every bundle of a catalog).
+#[derive(Deserialize)]
+struct RelatedImageText<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    image: Cow<'a, str>,
+}
+
+impl From<RelatedImageText<'_>> for RelatedImage {
+    fn from(text: RelatedImageText<'_>) -> Self {
+        RelatedImage {
+            name: text.name.map(Cow::into_owned),
+            image: text.image.into_owned(),
+        }
+    }
+}
+
+impl<D> RawBlob<'_, D> {
     /// Adds the blob to `catalog` if it is a valid package, channel or bundle, with what
     /// [`add_blob`] would have made of it; `false` (and nothing added) otherwise.
     fn add_to(self, catalog: &mut Catalog, mut location: Location, detail: Detail) -> bool {
@@ -410,7 +432,7 @@ impl<D> RawBlob<D> {
         };
         // Only the three schemas below are added; for any other the location is dropped.
         location.schema = Some(schema_name(&schema));
-        let added = match schema.as_str() {
+        let added = match schema.as_ref() {
             SCHEMA_PACKAGE => {
                 let raw = RawPackage {
                     name: self.name,
@@ -435,7 +457,10 @@ impl<D> RawBlob<D> {
                     package: self.package,
                     name: self.name,
                     image: self.image,
-                    related_images: self.related_images,
+                    related_images: match detail {
+                        Detail::Full => self.related_images.into_iter().map(Into::into).collect(),
+                        Detail::Resolution => Vec::new(),
+                    },
                     properties: self.properties,
                 };
                 bundle_from(location, raw, detail).map(|b| catalog.bundles.push(b))
@@ -1043,6 +1068,24 @@ mod tests {
             ),
             format!(
                 r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v10","image":"i","properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"10.0.0"}}}},{{"type":"olm.csv.metadata","value":{{"keywords":"not a list"}}}}]}}"#
+            ),
+            // Related images, which a resolution-level read checks without keeping: escaped
+            // text, a null name or list, an entry by position, and a missing image, a name of
+            // the wrong type, a repeated field.
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v11","image":"i","relatedImages":[{{"name":"op\u0065rator","image":"r/op\/x"}},{{"name":null,"image":"r/y"}},["n","r/z"]],"properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"11.0.0"}}}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v12","image":"i","relatedImages":null,"properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"12.0.0"}}}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v13","image":"i","relatedImages":[{{"name":"op"}}],"properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"13.0.0"}}}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v14","image":"i","relatedImages":[{{"name":5,"image":"r/x"}}],"properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"14.0.0"}}}}]}}"#
+            ),
+            format!(
+                r#"{package}{{"schema":"olm.bundle","package":"p","name":"p.v15","image":"i","relatedImages":[{{"image":"r/x","image":"r/y"}}],"properties":[{{"type":"olm.package","value":{{"packageName":"p","version":"15.0.0"}}}}]}}"#
             ),
             // Not objects, no schema, a null schema.
             format!("{package}[1,2]"),
