@@ -101,7 +101,9 @@ pub(crate) fn build<'a>(
         nodes: Vec::with_capacity(bundles),
         positions: foldhash::HashMap::with_capacity_and_hasher(bundles, Default::default()),
         pending: VecDeque::new(),
-        shared: foldhash::HashMap::default(),
+        // A catalog's bundles mostly require packages and APIs that it has: room for one
+        // shared list per package and API, so that the map is not rehashed as it grows.
+        shared: foldhash::HashMap::with_capacity_and_hasher(packages + apis, Default::default()),
         by_package: foldhash::HashMap::with_capacity_and_hasher(packages, Default::default()),
         by_api: foldhash::HashMap::with_capacity_and_hasher(apis, Default::default()),
         id: String::new(),
