@@ -478,13 +478,8 @@ impl<'a> Builder<'_, 'a> {
 
     /// Identifiers sorted by name, as OLM sorts uniqueness lists (#3491) for stable messages.
     fn sorted_ids(&self, positions: &[usize]) -> Vec<Identifier> {
-        // Nodes are made in preference order, newest version first, so a package's names
-        // mostly come in descending order, the worst case of the insertion sort that short
-        // lists get (45 string comparisons for ten names, about 1% of a 22k run). Taken in
-        // reverse, such a list is sorted in one pass; the result is the same either way.
         let mut ids: Vec<Identifier> = positions
             .iter()
-            .rev()
             .map(|&p| self.nodes[p].id.clone())
             .collect();
         ids.sort();
