@@ -65,15 +65,6 @@ impl Catalog {
         catalog
     }
 
-    /// Empties every list, keeping its room.
-    pub(crate) fn clear(&mut self) {
-        self.packages.clear();
-        self.channels.clear();
-        self.bundles.clear();
-        self.deprecations.clear();
-        self.others.clear();
-    }
-
     /// Moves every blob out into a catalog whose lists are exactly their length, leaving this
     /// one empty with its room, to gather the next blobs in.
     pub(crate) fn take_exact(&mut self) -> Catalog {
