@@ -6,9 +6,9 @@
 //! is.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 use fbc::{Bundle, CatalogIndex, ConstraintError, ConstraintExpr, Gvk, Version, VersionRange};
+use foldhash::{HashSet, HashSetExt};
 
 use crate::catalog::NamedCatalog;
 

@@ -1,6 +1,6 @@
 //! The entry point: validate, encode, check, search, minimise.
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 
 use crate::encode::encode;
 use crate::error::SolveError;

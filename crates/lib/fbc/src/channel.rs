@@ -1,9 +1,10 @@
 //! Channel graphs: the head of a channel and its upgrade edges, validated as
 //! operator-registry validates them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use semver::Version;
 
 use crate::model::{Channel, ChannelEntry};

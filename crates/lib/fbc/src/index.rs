@@ -1,9 +1,10 @@
 //! A validated, queryable catalog.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
+use foldhash::{HashSet, HashSetExt};
 use semver::Version;
 
 use crate::channel::{ChannelError, ChannelGraph};

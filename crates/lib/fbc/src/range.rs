@@ -7,7 +7,6 @@
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -99,7 +98,7 @@ const MAX_REMEMBERED_TEXT: usize = 128;
 thread_local! {
     /// Ranges parsed on this thread, by policy and text. Only memory depends on it: a range
     /// found here is exactly what parsing its text again would give.
-    static PARSED: RefCell<[HashMap<Box<str>, VersionRange>; 2]> = RefCell::default();
+    static PARSED: RefCell<[foldhash::HashMap<Box<str>, VersionRange>; 2]> = RefCell::default();
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,7 +163,7 @@ impl VersionRange {
         PARSED.with(|parsed| {
             let table = &mut parsed.borrow_mut()[slot];
             if table.len() >= MAX_REMEMBERED_RANGES {
-                *table = HashMap::new();
+                *table = foldhash::HashMap::default();
             }
             table.insert(text.into(), range.clone());
         });
