@@ -1,19 +1,19 @@
 # One image with every controller binary (each Deployment picks its command).
 #   make images            (docker or podman: IMAGE_TOOL=podman make images)
 #
-# Build stage: the workspace's pinned toolchain builds the `dist` profile (release with
-# whole-program optimisation, see Cargo.toml); dependency downloads and the target
-# directory are cached between builds.
+# Build stage: the workspace's pinned toolchain builds the `dist` binaries (release with
+# whole-program optimisation, see Cargo.toml; statically linked, see hack/build-dist);
+# dependency downloads and the target directory are cached between builds.
 FROM docker.io/library/rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --profile dist --locked --bins \
+    dist=$(hack/build-dist --locked --bins | tail -n 1) \
  && mkdir -p /out \
  && for bin in deppy-resolver rukpak-core plain-provisioner registry-provisioner \
                resolution-activator platform-operators; do \
-      cp "target/dist/$bin" /out/; \
+      cp "$dist/$bin" /out/; \
     done
 
 # Runtime: a slim Debian with CA certificates and the ssh client (git sources over ssh).
