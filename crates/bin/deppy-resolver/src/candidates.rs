@@ -7,7 +7,9 @@
 
 use std::cmp::Ordering;
 
-use fbc::{Bundle, CatalogIndex, ConstraintError, ConstraintExpr, Gvk, Version, VersionRange};
+use fbc::{
+    Bundle, CatalogIndex, Channel, ConstraintError, ConstraintExpr, Gvk, Version, VersionRange,
+};
 use foldhash::{HashSet, HashSetExt};
 
 use crate::catalog::NamedCatalog;
@@ -19,8 +21,16 @@ pub(crate) struct Offer<'a> {
     pub(crate) source: usize,
     /// The bundle.
     pub(crate) bundle: &'a Bundle,
-    /// The channel offering it.
-    pub(crate) channel: &'a str,
+    /// The channel offering it: its blob in the catalog, so that an offer is told apart from
+    /// others by address, without hashing the channel's name.
+    pub(crate) channel: &'a Channel,
+}
+
+impl<'a> Offer<'a> {
+    /// The name of the channel offering the bundle.
+    pub(crate) fn channel_name(&self) -> &'a str {
+        &self.channel.name
+    }
 }
 
 /// An offer with everything the preference order looks at.
@@ -39,17 +49,16 @@ impl<'a> Ranked<'a> {
     pub(crate) fn new(sources: &[NamedCatalog<'a>], offer: Offer<'a>) -> Option<Self> {
         let source = sources.get(offer.source)?;
         let (index, package) = (source.index, offer.bundle.package.as_str());
+        let channel = offer.channel_name();
+        // One lookup of the package for both answers: asked for every bundle reached.
+        let (deprecation, default_channel) =
+            index.deprecation_and_default_channel(package, channel, &offer.bundle.name);
         Some(Self {
             offer,
             catalog: source.name,
             priority: source.priority,
-            deprecated: index
-                .deprecation(package, Some(offer.channel), Some(&offer.bundle.name))
-                .is_deprecated(),
-            default_channel: index
-                .package(package)
-                .and_then(|p| p.default_channel.as_deref())
-                == Some(offer.channel),
+            deprecated: deprecation.is_deprecated(),
+            default_channel: default_channel == Some(channel),
         })
     }
 }
@@ -71,7 +80,7 @@ pub(crate) fn preference(a: &Ranked<'_>, b: &Ranked<'_>) -> Ordering {
         .then_with(|| y.version.build.cmp(&x.version.build))
         .then_with(|| b.priority.cmp(&a.priority))
         .then_with(|| a.catalog.cmp(b.catalog))
-        .then_with(|| a.offer.channel.cmp(b.offer.channel))
+        .then_with(|| a.offer.channel_name().cmp(b.offer.channel_name()))
         .then_with(|| x.name.cmp(&y.name))
 }
 
@@ -102,7 +111,7 @@ fn push_offers<'a>(
                 out.push(Offer {
                     source,
                     bundle,
-                    channel: &held_by.name,
+                    channel: held_by,
                 });
             }
         }
@@ -248,7 +257,7 @@ pub(crate) fn upgrades<'a>(
             let offer = |bundle| Offer {
                 source,
                 bundle,
-                channel: &channel.name,
+                channel,
             };
             for entry in graph.entries() {
                 if let Some(bundle) = index.bundle(package, &entry.name)

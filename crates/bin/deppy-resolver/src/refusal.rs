@@ -109,7 +109,7 @@ fn reason<'a>(
                 channel,
                 ..
             } if *p == package
-                && !(in_range(range) && channel.is_none_or(|c| offer.channel == c)) =>
+                && !(in_range(range) && channel.is_none_or(|c| offer.channel_name() == c)) =>
             {
                 return Some(Reason::Request {
                     range: range.as_ref(),

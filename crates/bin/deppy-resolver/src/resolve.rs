@@ -220,7 +220,7 @@ impl<'a> Resolver<'a> {
                     catalog: node.ranked.catalog.to_owned(),
                     package: bundle.package.clone(),
                     version: bundle.version.clone(),
-                    channel: node.ranked.offer.channel.to_owned(),
+                    channel: node.ranked.offer.channel_name().to_owned(),
                     bundle: bundle.name.clone(),
                     image: bundle.image.clone(),
                 }

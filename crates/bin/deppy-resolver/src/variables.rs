@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use deppy::{Constraint as Rule, Description, Identifier, Identifiers, Variable};
-use fbc::{ApiId, Bundle, Gvk, VersionRange};
+use fbc::{ApiId, Bundle, Channel, Gvk, VersionRange};
 
 use crate::candidates::{self, Offer, Ranked, preference};
 use crate::catalog::NamedCatalog;
@@ -55,9 +55,10 @@ struct Builder<'s, 'a> {
     /// The cluster's Kubernetes version, when bundles are to be checked against it.
     kube_version: Option<KubeVersion>,
     nodes: Vec<Node<'a>>,
-    /// (source, bundle, channel) -> position in `nodes`. A bundle is one object of its
-    /// catalog's index, so its address identifies it without hashing its names.
-    positions: foldhash::HashMap<(usize, *const Bundle, &'a str), usize>,
+    /// (source, bundle, channel) -> position in `nodes`. A bundle and a channel are each one
+    /// object of their catalog's index, so their addresses identify them without hashing
+    /// their names.
+    positions: foldhash::HashMap<(usize, *const Bundle, *const Channel), usize>,
     /// Nodes whose dependencies are not yet built.
     pending: VecDeque<usize>,
     /// Each shared requirement's candidates and the wording of its dependency after the
@@ -184,13 +185,18 @@ impl<'a> Builder<'_, 'a> {
         let key = (
             offer.source,
             std::ptr::from_ref(offer.bundle),
-            offer.channel,
+            std::ptr::from_ref(offer.channel),
         );
         if let Some(&position) = self.positions.get(&key) {
             return Some(position);
         }
         let ranked = Ranked::new(self.sources, offer)?;
-        write_node_id(&mut self.id, ranked.catalog, offer.bundle, offer.channel);
+        write_node_id(
+            &mut self.id,
+            ranked.catalog,
+            offer.bundle,
+            offer.channel_name(),
+        );
         let id = Identifier::new(&self.id);
         let mut constraints = Vec::new();
         if let Some(cluster) = self.kube_version

@@ -353,6 +353,21 @@ struct PackageIndex {
     problems: Vec<IndexError>,
 }
 
+impl PackageIndex {
+    /// The notices on the package, on its channel `channel` and on its bundle `bundle`.
+    fn deprecation(&self, channel: Option<&str>, bundle: Option<&str>) -> Deprecation<'_> {
+        Deprecation {
+            package: self.package_deprecation.as_deref(),
+            channel: channel
+                .and_then(|channel| self.channel_deprecations.get(channel))
+                .map(String::as_str),
+            bundle: bundle
+                .and_then(|bundle| self.bundle_deprecations.get(bundle))
+                .map(String::as_str),
+        }
+    }
+}
+
 /// The blobs that name one package, as indices into the catalog's lists, in catalog order.
 #[derive(Debug, Default)]
 struct Members {
@@ -790,18 +805,30 @@ impl CatalogIndex {
     ) -> Deprecation<'_> {
         // One lookup of the package for all three levels: the resolver asks this for every
         // bundle it reaches.
+        self.entry(package)
+            .map(|entry| entry.deprecation(channel, bundle))
+            .unwrap_or_default()
+    }
+
+    /// [`CatalogIndex::deprecation`] of a bundle in a channel, and the package's default
+    /// channel: what a resolver asks of every bundle it reaches, with one lookup of the
+    /// package.
+    pub fn deprecation_and_default_channel(
+        &self,
+        package: &str,
+        channel: &str,
+        bundle: &str,
+    ) -> (Deprecation<'_>, Option<&str>) {
         let Some(entry) = self.entry(package) else {
-            return Deprecation::default();
+            return (Deprecation::default(), None);
         };
-        Deprecation {
-            package: entry.package_deprecation.as_deref(),
-            channel: channel
-                .and_then(|channel| entry.channel_deprecations.get(channel))
-                .map(String::as_str),
-            bundle: bundle
-                .and_then(|bundle| entry.bundle_deprecations.get(bundle))
-                .map(String::as_str),
-        }
+        let default_channel = self.catalog.packages[entry.package]
+            .default_channel
+            .as_deref();
+        (
+            entry.deprecation(Some(channel), Some(bundle)),
+            default_channel,
+        )
     }
 
     /// The deprecation message of the whole package, if deprecated.

@@ -276,6 +276,41 @@ fn one_lookup_answers_every_deprecation_level_of_a_choice() {
 }
 
 #[test]
+fn a_bundle_in_a_channel_gets_its_deprecation_and_its_package_default_channel_at_once() {
+    let index = index();
+    for (package, channel, bundle) in [
+        ("etcd", "alpha", "etcdoperator.v0.6.1"),
+        ("etcd", "stable", "etcdoperator.v0.9.4"),
+        ("etcd-backup", "stable", "no-such-bundle"),
+        ("nope", "x", "y"),
+    ] {
+        let (deprecation, default_channel) =
+            index.deprecation_and_default_channel(package, channel, bundle);
+        // The same answers as asking each on its own.
+        assert_eq!(
+            deprecation,
+            index.deprecation(package, Some(channel), Some(bundle)),
+            "{package}/{channel}/{bundle}"
+        );
+        assert_eq!(
+            default_channel,
+            index
+                .package(package)
+                .and_then(|p| p.default_channel.as_deref()),
+            "{package}"
+        );
+    }
+    let (old, default_channel) =
+        index.deprecation_and_default_channel("etcd", "alpha", "etcdoperator.v0.6.1");
+    assert!(old.channel.is_some() && old.bundle.is_some());
+    assert!(default_channel.is_some());
+    assert_eq!(
+        index.deprecation_and_default_channel("nope", "x", "y"),
+        (fbc::Deprecation::default(), None)
+    );
+}
+
+#[test]
 fn unknown_properties_are_kept_and_csv_metadata_is_typed() {
     let index = index();
     let bundle = index
