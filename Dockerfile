@@ -9,7 +9,7 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    dist=$(hack/build-dist --locked --bins | tail -n 1) \
+    dist=$(hack/build-dist --locked --bins) \
  && mkdir -p /out \
  && for bin in deppy-resolver rukpak-core plain-provisioner registry-provisioner \
                resolution-activator platform-operators; do \
