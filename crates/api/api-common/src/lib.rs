@@ -88,6 +88,11 @@ impl JsonSchema for SecretRef {
 /// anchors and so accepted any string containing one valid character.
 pub const DNS_LABEL_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
+/// The regular expression of a DNS-1123 subdomain (dot-separated labels), anchored: the
+/// names of most objects, ServiceAccounts among them.
+pub const DNS_SUBDOMAIN_PATTERN: &str =
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
 /// CEL: true when `self` (a relative path) stays inside its root: not absolute and no
 /// `..` segment.
 pub const CEL_PATH_STAYS_INSIDE: &str =

@@ -33,3 +33,10 @@ pub const VERSION: &str = "v1alpha1";
 /// The design documents spell it `deppy.io/v1alpha1/activator-class`, which the API server
 /// refuses (an annotation key is an optional DNS-subdomain prefix, one `/`, and a name).
 pub const ACTIVATOR_CLASS_ANNOTATION: &str = "deppy.io/activator-class";
+
+/// Annotation on an ActiveResolution naming the ServiceAccount (`NAMESPACE/NAME`) its
+/// install applies as: the activator sets it as `spec.serviceAccount` of the wrapper
+/// BundleDeployment and of every child. Absent: the provisioner classes' default
+/// identities. The admission policy `resolution-activation.deppy.io` lets only those who may
+/// impersonate that identity activate the resolution.
+pub const SERVICE_ACCOUNT_ANNOTATION: &str = "deppy.io/service-account";

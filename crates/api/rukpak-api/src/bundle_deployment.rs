@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use api_common::{Condition, DNS_LABEL_PATTERN};
+use api_common::{Condition, DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
@@ -217,8 +217,8 @@ pub struct ServiceAccountRef {
     #[schemars(length(min = 1, max = 63), regex(pattern = DNS_LABEL_PATTERN))]
     pub namespace: String,
 
-    /// Name of the ServiceAccount.
-    #[schemars(length(min = 1, max = 253))]
+    /// Name of the ServiceAccount (a DNS subdomain, as the API server requires of one).
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN_PATTERN))]
     pub name: String,
 }
 

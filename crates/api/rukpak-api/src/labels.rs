@@ -17,3 +17,11 @@ pub const TEMPLATE_HASH: &str = "core.rukpak.io/template-hash";
 /// and makes the live one differ, and server-side apply then removes what is no longer
 /// desired. An unchanged resync still writes nothing.
 pub const APPLIED_HASH: &str = "core.rukpak.io/applied-hash";
+
+/// Annotation on every BundleDeployment: the user name of whoever created it. The API
+/// server sets it on create (the admission policy `bundle-author.core.rukpak.io`, whatever
+/// the request carried) and refuses to change it afterwards
+/// (`bundle-ownership.core.rukpak.io`), so it cannot be forged. Its author may change and
+/// delete the BundleDeployment, and a wrapper takes a child BundleDeployment for its own only
+/// when the identity it applies as created it.
+pub const CREATED_BY: &str = "core.rukpak.io/created-by";
