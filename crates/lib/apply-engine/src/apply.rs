@@ -170,6 +170,8 @@ pub struct ApplyReport {
     pub inventory: Vec<InventoryEntry>,
     /// Objects patched because they were missing or had drifted.
     pub written: Vec<ObjectKey>,
+    /// The objects of `written` that did not exist before: what a refused apply removes.
+    pub created: Vec<ObjectKey>,
     /// The objects of `written` as the API server returned them from the write: fresher
     /// than any watch, for the health verdict of the same reconcile.
     pub after_write: HashMap<ObjectKey, DynamicObject>,
@@ -284,6 +286,9 @@ pub struct Applier {
     watches: Option<DriftWatches>,
     progress: Option<tokio::sync::watch::Sender<Option<ApplyStep>>>,
     backend_timeout: Duration,
+    /// The user name the API server records as the author of what this applier creates;
+    /// an existing BundleDeployment is taken for its own only when this user created it.
+    author: Option<String>,
 }
 
 impl Applier {
@@ -297,6 +302,7 @@ impl Applier {
             watches: None,
             progress: None,
             backend_timeout: BACKEND_READY_TIMEOUT,
+            author: None,
         }
     }
 
@@ -311,6 +317,12 @@ impl Applier {
     /// applying client.
     pub fn with_observer(mut self, observer: Client) -> Self {
         self.observer = observer;
+        self
+    }
+
+    /// Sets the user name this applier writes as (see [`crate::collision`]).
+    pub fn with_author(mut self, author: String) -> Self {
+        self.author = Some(author);
         self
     }
 
@@ -418,13 +430,72 @@ impl Applier {
     /// every write but the next one (the API server refuses that one before anything else
     /// is written, as its dry run would) → apply in phases, waiting for CRDs after the
     /// foundations → prune what the previous bundle had and this one does not.
+    ///
+    /// A refusal after the first writes (an object in a namespace the bundle creates, or a
+    /// custom resource of a CRD it adds, can only be tried once those exist) removes what
+    /// this apply created, so a refused install leaves nothing behind: no namespace, no CRD
+    /// that would block the next bundle shipping it. Objects that existed before, and those
+    /// the previous revision recorded, stay.
     pub async fn apply(&self, request: ApplyRequest) -> Result<ApplyReport, ApplyError> {
+        let mut report = ApplyReport::default();
+        match self.apply_into(&request, &mut report).await {
+            Ok(()) => Ok(report),
+            Err(err) => {
+                if err.is_terminal() {
+                    self.undo_created(&request, &report.created).await;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Removes the objects a refused apply created (newest first), sparing what the
+    /// previous revision recorded. Best effort: what cannot be removed now is logged (and
+    /// stays this BundleDeployment's, so deleting it removes them).
+    async fn undo_created(&self, request: &ApplyRequest, created: &[ObjectKey]) {
+        let recorded: Vec<ObjectKey> = request
+            .previous_inventory
+            .iter()
+            .map(ObjectKey::from)
+            .collect();
+        let mut undo: Vec<&ObjectKey> = created
+            .iter()
+            .filter(|key| !recorded.iter().any(|r| r.same_object(key)))
+            .collect();
+        sort_for_apply(&mut undo, |k| k);
+        undo.reverse();
+        for key in undo {
+            match self.remove(&request.owner, key).await {
+                Ok(Removal::Kept(reason)) => {
+                    tracing::warn!(bundle_deployment = %request.owner, object = %key, %reason, "kept an object of a refused install");
+                }
+                Ok(_) => {
+                    tracing::info!(bundle_deployment = %request.owner, object = %key, "removed an object of a refused install");
+                }
+                Err(err) => {
+                    tracing::warn!(bundle_deployment = %request.owner, object = %key, error = %kit::error_chain(&err), "failed to remove an object of a refused install");
+                }
+            }
+        }
+    }
+
+    async fn apply_into(
+        &self,
+        request: &ApplyRequest,
+        report: &mut ApplyReport,
+    ) -> Result<(), ApplyError> {
         self.report(ApplyStep::Checking {
             objects: request.objects.len(),
         });
-        let (ready, deferred, mut skipped) = self.resolve_objects(&request).await?;
-        let live = self.read_live(&ready, &request).await?;
-        let plan = preflight(&request.owner, request.collision_protection, ready, &live)?;
+        let (ready, deferred, mut skipped) = self.resolve_objects(request).await?;
+        let live = self.read_live(&ready, request).await?;
+        let plan = preflight(
+            &request.owner,
+            self.author.as_deref(),
+            request.collision_protection,
+            ready,
+            &live,
+        )?;
 
         // A refusal (forbidden to the impersonated account, invalid) stops the install before
         // the first real write. Objects in namespaces this bundle creates can only be tried
@@ -448,11 +519,10 @@ impl Applier {
             self.patch(item, &dry_run).await?;
         }
 
-        let mut report = ApplyReport::default();
-        self.write_foundations(&plan, &live, &params, &mut report)
+        self.write_foundations(&plan, &live, &params, report)
             .await?;
         // Custom resources of the bundle's own CRDs resolve now that those are served.
-        let (late, late_skipped) = self.resolve_deferred(&request, deferred).await?;
+        let (late, late_skipped) = self.resolve_deferred(request, deferred).await?;
         skipped.extend(late_skipped);
         // Objects that could not be dry-run before the foundations existed: those in the
         // namespaces just created and the custom resources of the CRDs just established.
@@ -475,7 +545,7 @@ impl Applier {
         sort_for_apply(&mut applied, |k| k);
         // As above, the object written next needs no dry run, unless webhooks are removed
         // before it is written.
-        let next_write = if admission_prunes(&request, &applied) {
+        let next_write = if admission_prunes(request, &applied) {
             None
         } else {
             first_rest_write(&rest, &live)
@@ -489,7 +559,7 @@ impl Applier {
 
         // Webhooks leaving the bundle go before the workloads change under them, and new
         // or changed ones only once their servers are ready.
-        self.prune_where(&request, &applied, &mut report, |key| {
+        self.prune_where(request, &applied, report, |key| {
             phase_of(key) == Phase::Admission
         })
         .await?;
@@ -510,7 +580,7 @@ impl Applier {
                 sort_for_apply(&mut skipped, |k| k);
                 report.skipped = skipped;
                 report.waiting = Some(wait);
-                return Ok(report);
+                return Ok(());
             }
             if phase == Phase::Admission
                 && items
@@ -520,17 +590,16 @@ impl Applier {
                 let admission: Vec<&Resolved> = items.clone();
                 self.wait_for_backends(&admission, &written).await?;
             }
-            self.write_in_phases(&items, &live, &params, &mut report)
-                .await?;
+            self.write_in_phases(&items, &live, &params, report).await?;
             written.extend(items);
         }
 
         report.inventory = applied.iter().map(InventoryEntry::from).collect();
-        self.prune_where(&request, &applied, &mut report, |_| true)
+        self.prune_where(request, &applied, report, |_| true)
             .await?;
         sort_for_apply(&mut skipped, |k| k);
         report.skipped = skipped;
-        Ok(report)
+        Ok(())
     }
 
     /// What applying `request` would do, without writing: every object with its live copy
@@ -558,7 +627,13 @@ impl Applier {
                 differs: true,
             });
         }
-        match preflight(&request.owner, request.collision_protection, ready, &live) {
+        match preflight(
+            &request.owner,
+            self.author.as_deref(),
+            request.collision_protection,
+            ready,
+            &live,
+        ) {
             Ok(plan) => {
                 let dry_run = PatchParams {
                     dry_run: true,
@@ -815,6 +890,9 @@ impl Applier {
         let written = self.patch(item, params).await?;
         if let Some(watches) = &self.watches {
             watches.wrote(&item.resource, &written);
+        }
+        if live.is_none() {
+            report.created.push(item.key.clone());
         }
         report.written.push(item.key.clone());
         report.after_write.insert(item.key.clone(), written);
@@ -1354,6 +1432,7 @@ fn first_rest_write<'a>(
 #[allow(clippy::result_large_err)]
 fn preflight(
     owner: &str,
+    author: Option<&str>,
     policy: CollisionProtection,
     mut ready: Vec<Resolved>,
     live: &HashMap<ObjectKey, DynamicObject>,
@@ -1364,7 +1443,9 @@ fn preflight(
         let Some(existing) = live.get(&item.key) else {
             continue;
         };
-        if let Some(collision) = collision::check(owner, policy, &item.key, &existing.metadata) {
+        if let Some(collision) =
+            collision::check(owner, author, policy, &item.key, &existing.metadata)
+        {
             collisions.push(collision);
         }
         if is_crd(&item.key)
@@ -1681,7 +1762,14 @@ mod tests {
             resolved("v1", "ServiceAccount", Some("team"), "operator"),
             resolved("v1", "Namespace", None, "team"),
         ];
-        let plan = preflight("mine", CollisionProtection::Prevent, ready, &HashMap::new()).unwrap();
+        let plan = preflight(
+            "mine",
+            None,
+            CollisionProtection::Prevent,
+            ready,
+            &HashMap::new(),
+        )
+        .unwrap();
         assert_eq!(names(&plan.foundations), ["team", "widgets.example.com"]);
         assert_eq!(names(&plan.rest), ["operator", "settings", "operator"]);
         assert_eq!(plan.rest[0].key.kind, "ServiceAccount");
@@ -1764,7 +1852,7 @@ mod tests {
             unchanged,
             changed,
         ];
-        let plan = preflight("mine", CollisionProtection::Prevent, ready, &live).unwrap();
+        let plan = preflight("mine", None, CollisionProtection::Prevent, ready, &live).unwrap();
         let first: Vec<&str> = plan
             .dry_run_first(&live)
             .map(|r| r.key.name.as_str())
@@ -1791,6 +1879,7 @@ mod tests {
         live.insert(mine.key.clone(), live_copy(&mine, Some("mine")));
         let Err(ApplyError::Collisions(collisions)) = preflight(
             "mine",
+            None,
             CollisionProtection::Prevent,
             vec![theirs, unmanaged, mine],
             &live,
@@ -1807,7 +1896,13 @@ mod tests {
         let desired = crd("widgets.example.com", "Cluster");
         let existing = live_copy(&crd("widgets.example.com", "Namespaced"), Some("mine"));
         let live = HashMap::from([(desired.key.clone(), existing)]);
-        let refused = preflight("mine", CollisionProtection::Prevent, vec![desired], &live);
+        let refused = preflight(
+            "mine",
+            None,
+            CollisionProtection::Prevent,
+            vec![desired],
+            &live,
+        );
         let Err(ApplyError::UnsafeCrdUpgrade(violations)) = refused else {
             panic!("the scope change was not refused");
         };

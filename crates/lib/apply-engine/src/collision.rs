@@ -4,41 +4,94 @@
 //! Applied objects carry owner labels, not owner references: an owner reference would let
 //! the garbage collector delete CRDs (and every custom resource with them) when a
 //! BundleDeployment goes away, which is the upstream bug this project avoids.
+//!
+//! A BundleDeployment that applies BundleDeployments (a ResolveSet's wrapper) never takes
+//! one over, whatever its policy: owner labels are only words anyone allowed to create a
+//! BundleDeployment can write, and a child squatted under the name of a future child would
+//! otherwise be adopted with its author's `serviceAccount` and health checks. An existing
+//! child is its own only when the author the API server recorded
+//! ([`rukpak_api::labels::CREATED_BY`], which nobody can forge or change) is the identity
+//! this apply writes as; only a child created before authors were recorded goes by its
+//! owner labels alone. Owner references would prove it as well, but would let
+//! the garbage collector delete the children of a wrapper deleted with `deletionPolicy:
+//! Orphan`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rukpak_api::CollisionProtection;
 
 use crate::object::{ObjectKey, owning_bundle_deployment};
+use rukpak_api::labels::CREATED_BY;
 
 /// Why an existing object may not be taken over.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{object} already exists and {holder}; collisionProtection {policy:?} forbids taking it over"
-)]
+#[error("{object} already exists and {holder}{}", policy_note(.policy))]
 pub struct Collision {
     /// The object.
     pub object: ObjectKey,
     /// Who holds it, in words ("is managed by BundleDeployment x", ...).
     pub holder: String,
-    /// The policy that refused.
-    pub policy: CollisionProtection,
+    /// The policy that refused; `None` when no policy allows it (another BundleDeployment).
+    pub policy: Option<CollisionProtection>,
 }
 
-/// Decides whether BundleDeployment `owner` may apply over the existing object `key`
-/// with metadata `existing`: the collision, if it may not. Objects it already manages are
-/// always allowed.
+fn policy_note(policy: &Option<CollisionProtection>) -> String {
+    policy.map_or_else(String::new, |policy| {
+        format!("; collisionProtection {policy:?} forbids taking it over")
+    })
+}
+
+/// Decides whether BundleDeployment `owner`, writing as the user `author`, may apply over
+/// the existing object `key` with metadata `existing`: the collision, if it may not.
+/// Objects it already manages are always allowed; a BundleDeployment only when `author`
+/// created it.
 pub fn check(
     owner: &str,
+    author: Option<&str>,
     policy: CollisionProtection,
     key: &ObjectKey,
     existing: &ObjectMeta,
 ) -> Option<Collision> {
-    let verdict = decide(owner, policy, existing)?;
+    let (holder, policy) = if is_bundle_deployment(key) {
+        (decide_child(owner, author, existing)?, None)
+    } else {
+        (decide(owner, policy, existing)?, Some(policy))
+    };
     Some(Collision {
         object: key.clone(),
-        holder: verdict,
+        holder,
         policy,
     })
+}
+
+fn is_bundle_deployment(key: &ObjectKey) -> bool {
+    key.group == "core.rukpak.io" && key.kind == "BundleDeployment"
+}
+
+/// The holder description when a child BundleDeployment is not this one's own.
+fn decide_child(owner: &str, author: Option<&str>, existing: &ObjectMeta) -> Option<String> {
+    let created_by = existing
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CREATED_BY))
+        .map(String::as_str);
+    let labelled = owning_bundle_deployment(existing.labels.as_ref());
+    // Without a recorded author (created before the author policy was in force, or on a
+    // cluster without it) the owner labels are all there is to go by.
+    if labelled == Some(owner) && (created_by.is_none() || created_by == author) {
+        return None;
+    }
+    let creator = match (created_by, labelled) {
+        (Some(user), _) => format!("was created by user \"{user}\""),
+        (None, Some(other)) => format!("is managed by BundleDeployment {other}"),
+        (None, None) => "is not managed by this BundleDeployment".to_owned(),
+    };
+    let writer = author.map_or_else(
+        || "this BundleDeployment's identity".to_owned(),
+        |user| format!("\"{user}\", the identity this BundleDeployment applies as"),
+    );
+    Some(format!(
+        "{creator}, not by {writer}; a BundleDeployment never takes over another one (delete or rename it)"
+    ))
 }
 
 /// The holder description when taking over is refused.
@@ -118,13 +171,20 @@ mod tests {
             CollisionProtection::IfNoController,
             CollisionProtection::None,
         ] {
-            assert_eq!(check("a", policy, &key(), &labelled("a")), None);
+            assert_eq!(check("a", None, policy, &key(), &labelled("a")), None);
         }
     }
 
     #[test]
     fn another_bundle_deployments_object_is_refused_unless_policy_is_none() {
-        let err = check("a", CollisionProtection::Prevent, &key(), &labelled("b")).unwrap();
+        let err = check(
+            "a",
+            None,
+            CollisionProtection::Prevent,
+            &key(),
+            &labelled("b"),
+        )
+        .unwrap();
         assert_eq!(
             err.to_string(),
             "Deployment.apps ns/web already exists and is managed by BundleDeployment b; collisionProtection Prevent forbids taking it over"
@@ -132,27 +192,38 @@ mod tests {
         assert!(
             check(
                 "a",
+                None,
                 CollisionProtection::IfNoController,
                 &key(),
                 &labelled("b")
             )
             .is_some()
         );
-        assert!(check("a", CollisionProtection::None, &key(), &labelled("b")).is_none());
+        assert!(check("a", None, CollisionProtection::None, &key(), &labelled("b")).is_none());
     }
 
     #[test]
     fn unmanaged_objects_follow_the_policy() {
         let free = ObjectMeta::default();
         assert!(
-            check("a", CollisionProtection::Prevent, &key(), &free)
+            check("a", None, CollisionProtection::Prevent, &key(), &free)
                 .unwrap()
                 .to_string()
                 .contains("is not managed by this BundleDeployment")
         );
-        assert!(check("a", CollisionProtection::IfNoController, &key(), &free).is_none());
+        assert!(
+            check(
+                "a",
+                None,
+                CollisionProtection::IfNoController,
+                &key(),
+                &free
+            )
+            .is_none()
+        );
         let err = check(
             "a",
+            None,
             CollisionProtection::IfNoController,
             &key(),
             &controlled(),
@@ -162,6 +233,111 @@ mod tests {
             err.to_string().contains("is controlled by ReplicaSet rs"),
             "{err}"
         );
-        assert!(check("a", CollisionProtection::None, &key(), &controlled()).is_none());
+        assert!(check("a", None, CollisionProtection::None, &key(), &controlled()).is_none());
+    }
+
+    fn child(owner: &str, created_by: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            labels: Some(owner_labels(owner)),
+            annotations: created_by.map(|user| {
+                [(CREATED_BY.to_owned(), user.to_owned())]
+                    .into_iter()
+                    .collect()
+            }),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn child_key() -> ObjectKey {
+        ObjectKey {
+            group: "core.rukpak.io".into(),
+            version: "v1alpha1".into(),
+            kind: "BundleDeployment".into(),
+            namespace: None,
+            name: "package-memcached-operator".into(),
+        }
+    }
+
+    #[test]
+    fn a_child_bundle_deployment_is_its_own_only_when_its_identity_created_it() {
+        let me = "system:serviceaccount:rukpak-system:plain-provisioner";
+        for policy in [
+            CollisionProtection::Prevent,
+            CollisionProtection::IfNoController,
+            CollisionProtection::None,
+        ] {
+            assert_eq!(
+                check(
+                    "wrapper",
+                    Some(me),
+                    policy,
+                    &child_key(),
+                    &child("wrapper", Some(me))
+                ),
+                None
+            );
+            // Forged owner labels on a child someone else created: refused whatever the policy.
+            let squatted = check(
+                "wrapper",
+                Some(me),
+                policy,
+                &child_key(),
+                &child("wrapper", Some("mallory")),
+            )
+            .unwrap();
+            assert_eq!(
+                squatted.to_string(),
+                format!(
+                    "BundleDeployment.core.rukpak.io package-memcached-operator already exists and was created by user \"mallory\", \
+                     not by \"{me}\", the identity this BundleDeployment applies as; a BundleDeployment never takes over \
+                     another one (delete or rename it)"
+                )
+            );
+            // Created before authors were recorded: its owner labels decide.
+            assert_eq!(
+                check(
+                    "wrapper",
+                    Some(me),
+                    policy,
+                    &child_key(),
+                    &child("wrapper", None)
+                ),
+                None
+            );
+            assert!(
+                check(
+                    "wrapper",
+                    Some(me),
+                    policy,
+                    &child_key(),
+                    &child("other", None)
+                )
+                .unwrap()
+                .to_string()
+                .contains("is managed by BundleDeployment other"),
+            );
+            // Its own identity, but another wrapper's child.
+            assert!(
+                check(
+                    "wrapper",
+                    Some(me),
+                    policy,
+                    &child_key(),
+                    &child("other", Some(me))
+                )
+                .is_some()
+            );
+            // The applier's identity unknown: never its own.
+            assert!(
+                check(
+                    "wrapper",
+                    None,
+                    policy,
+                    &child_key(),
+                    &child("wrapper", Some(me))
+                )
+                .is_some()
+            );
+        }
     }
 }

@@ -134,6 +134,9 @@ pub struct Context<F> {
     backoff: Backoff,
     kinds: Arc<KindCache>,
     clients: SharedClients,
+    /// The user name the API server authenticates this provisioner as, learned on first
+    /// need: the author of what it writes as itself.
+    own_username: tokio::sync::OnceCell<String>,
     /// The field manager of this provisioner's status writes (and its Events' reporter).
     field_manager: String,
     /// Every ProvisionerClass, as its watch last saw it.
@@ -221,17 +224,36 @@ impl<F: BundleFormat> Context<F> {
             backoff: Backoff::default(),
             kinds: Arc::new(KindCache::new()),
             clients: SharedClients::default(),
+            own_username: tokio::sync::OnceCell::new(),
         }
     }
 
     /// The applier for a BundleDeployment, acting as the identity it applies as (see
     /// [`crate::identity`]), and the sink of the API server warnings its writes receive.
-    fn applier_for(&self, deployment: &BundleDeployment) -> Result<(Applier, Warnings), Error> {
+    async fn applier_for(
+        &self,
+        deployment: &BundleDeployment,
+    ) -> Result<(Applier, Warnings), Error> {
         let account =
             identity::account_for(deployment, self.settings.default_service_account.as_ref());
         let identity = match account {
             Some(account) => format!("ServiceAccount {account}"),
             None => "the provisioner".to_owned(),
+        };
+        // Who the API server records as the author of what this applier creates, so that
+        // it knows its own child BundleDeployments (see [`crate::collision`]).
+        let author = match account {
+            Some(account) => account.username(),
+            None => self
+                .own_username
+                .get_or_try_init(|| identity::whoami(&self.client))
+                .await
+                .map_err(|source| Error::Kube {
+                    verb: "learn",
+                    object: "the provisioner's own user name".to_owned(),
+                    source,
+                })?
+                .clone(),
         };
         let shared = self
             .clients
@@ -244,7 +266,8 @@ impl<F: BundleFormat> Context<F> {
         Ok((
             Applier::new(client, self.kinds.clone())
                 .with_observer(self.client.clone())
-                .with_watches(self.drift.clone()),
+                .with_watches(self.drift.clone())
+                .with_author(author),
             warnings,
         ))
     }
@@ -888,6 +911,7 @@ async fn review_pending<F: BundleFormat>(
         }
         let (applier, _warnings) = ctx
             .applier_for(deployment)
+            .await
             .map_err(|err| error_chain(&err))?;
         applier
             .review(&ApplyRequest {
@@ -975,7 +999,7 @@ async fn apply_bundle<F: BundleFormat>(
         }
         objects.insert(0, namespace);
     }
-    let (applier, warnings) = ctx.applier_for(deployment)?;
+    let (applier, warnings) = ctx.applier_for(deployment).await?;
     // Certificates are read and decided as the deployment's identity, before anything is
     // written, so the webhook configurations go out with the CA that verifies their server.
     let certificates = match crate::certificates::provide(
