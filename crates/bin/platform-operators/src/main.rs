@@ -69,6 +69,16 @@ struct RunArgs {
     /// How often to look for the ClusterOperator API again while it is not installed.
     #[arg(long, env = "API_RECHECK_INTERVAL", default_value = "30s", value_parser = kit::cli::parse_duration)]
     api_recheck: Duration,
+
+    /// The ServiceAccount (`NAMESPACE/NAME`) PlatformOperators install as: named on each
+    /// ActiveResolution (annotation `deppy.io/service-account`), so the wrapper and child
+    /// BundleDeployments apply as it. It must be allowed everything an operator's bundle
+    /// holds (CRDs, cluster roles, webhooks), and this controller and the
+    /// resolution-activator must be allowed to impersonate it. Unset: the provisioner
+    /// classes' default identities, which on shared clusters (`--default-service-account`
+    /// on the provisioners) are the tenants' and cannot install operators.
+    #[arg(long, env = "INSTALL_SERVICE_ACCOUNT")]
+    install_service_account: Option<rukpak_api::ServiceAccountRef>,
 }
 
 fn main() -> ExitCode {
@@ -96,6 +106,7 @@ impl RunArgs {
             cluster_operator: self.cluster_operator,
             resync: self.resync,
             api_recheck: self.api_recheck,
+            install_service_account: self.install_service_account.clone(),
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(

@@ -405,10 +405,21 @@ async fn activate(
         Ok(entities) => entities,
         Err(blocked) => return Ok(blocked),
     };
+    // Every BundleDeployment of the install applies as the identity the resolution names,
+    // which its author was allowed to impersonate (resolution-activation.deppy.io).
+    let account = match resolve_set::install_account(resolution) {
+        Ok(account) => account,
+        Err(err) => return Ok(Outcome::blocked(reasons::APPLY_FAILED, err.to_string())),
+    };
     let mut children = Vec::new();
     for entity in &entities {
         match class.children(resolution, entity) {
-            Ok(deployments) => children.push((entity.selection.package.clone(), deployments)),
+            Ok(mut deployments) => {
+                for child in &mut deployments {
+                    child.spec.service_account.clone_from(&account);
+                }
+                children.push((entity.selection.package.clone(), deployments));
+            }
             Err(err) => {
                 return Ok(Outcome::blocked(
                     reasons::BUNDLE_UNSUPPORTED,

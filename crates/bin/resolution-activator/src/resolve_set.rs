@@ -11,7 +11,7 @@ use kube::{Resource, ResourceExt};
 use rukpak_api::{
     BundleDeployment, BundleDeploymentSpec, BundleSource, BundleSpec, BundleTemplate,
     CollisionProtection, ConfigMapRef, ConfigMapSource, DeletionPolicy, PLAIN_PROVISIONER_CLASS,
-    SourceType, TemplateMetadata,
+    ServiceAccountRef, SourceType, TemplateMetadata,
 };
 
 use crate::names;
@@ -59,6 +59,34 @@ pub enum BuildError {
     /// The ActiveResolution has no uid yet (it was not read from the API server).
     #[error("failed to reference ActiveResolution {0} as owner: it has no uid")]
     NoUid(String),
+    /// The install identity annotation does not name a ServiceAccount.
+    #[error(
+        "the annotation {annotation} must name a ServiceAccount as NAMESPACE/NAME, not {value:?}",
+        annotation = deppy_api::SERVICE_ACCOUNT_ANNOTATION
+    )]
+    InvalidServiceAccount {
+        /// The annotation's value.
+        value: String,
+    },
+}
+
+/// The ServiceAccount the resolution's install applies as (the annotation
+/// [`deppy_api::SERVICE_ACCOUNT_ANNOTATION`]): `spec.serviceAccount` of the wrapper and of
+/// every child. `None`: the provisioner classes' default identities.
+pub fn install_account(
+    resolution: &ActiveResolution,
+) -> Result<Option<ServiceAccountRef>, BuildError> {
+    resolution
+        .annotations()
+        .get(deppy_api::SERVICE_ACCOUNT_ANNOTATION)
+        .map(|value| {
+            value
+                .parse()
+                .map_err(|_| BuildError::InvalidServiceAccount {
+                    value: value.clone(),
+                })
+        })
+        .transpose()
 }
 
 /// The labels every object written for `resolution` carries: the resolution's own labels
@@ -187,6 +215,7 @@ pub fn wrapper(
         .controller_owner_ref(&())
         .ok_or_else(|| BuildError::NoUid(name.clone()))?;
     let labels = propagated_labels(resolution);
+    let service_account = install_account(resolution)?;
     Ok(BundleDeployment {
         metadata: ObjectMeta {
             name: Some(wrapper_name(&name)),
@@ -222,7 +251,7 @@ pub fn wrapper(
             config: None,
             install_namespace: None,
             paused: None,
-            service_account: None,
+            service_account,
             collision_protection: CollisionProtection::Prevent,
             deletion_policy: DeletionPolicy::Delete,
             revision_history_limit: None,
@@ -434,6 +463,36 @@ mod tests {
             "abc"
         );
         assert_eq!(wrapper.owner_references()[0].uid, "0000-1111");
+    }
+
+    #[test]
+    fn the_wrapper_applies_as_the_identity_the_resolution_names() {
+        let mut resolution = resolution();
+        let unnamed = wrapper(&resolution, "memcached-0123456789", BTreeMap::new()).unwrap();
+        assert_eq!(unnamed.spec.service_account, None);
+        resolution.annotations_mut().insert(
+            deppy_api::SERVICE_ACCOUNT_ANNOTATION.into(),
+            "rukpak-system/operator-installer".into(),
+        );
+        let named = wrapper(&resolution, "memcached-0123456789", BTreeMap::new()).unwrap();
+        let account = named.spec.service_account.as_ref().unwrap();
+        assert_eq!(
+            (account.namespace.as_str(), account.name.as_str()),
+            ("rukpak-system", "operator-installer")
+        );
+        assert!(
+            !wrapper_is_current(&unnamed, &named),
+            "a new identity re-applies the wrapper"
+        );
+        resolution.annotations_mut().insert(
+            deppy_api::SERVICE_ACCOUNT_ANNOTATION.into(),
+            "operator-installer".into(),
+        );
+        let err = wrapper(&resolution, "x", BTreeMap::new()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the annotation deppy.io/service-account must name a ServiceAccount as NAMESPACE/NAME, not \"operator-installer\""
+        );
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct Settings {
     pub resync: Duration,
     /// How often to check again for the ClusterOperator API while it is not installed.
     pub api_recheck: Duration,
+    /// The ServiceAccount PlatformOperators install as (named on their ActiveResolutions);
+    /// `None`: the provisioner classes' default identities.
+    pub install_service_account: Option<rukpak_api::ServiceAccountRef>,
 }
 
 /// Metrics of both controllers.

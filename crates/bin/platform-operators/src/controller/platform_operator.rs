@@ -286,10 +286,11 @@ impl Installed {
 }
 
 /// The ActiveResolution this PlatformOperator needs, given what it has installed (see
-/// [`upgrade::constraints`]).
+/// [`upgrade::constraints`]), installing as `install_account` (when set).
 pub fn desired_resolution(
     operator: &PlatformOperator,
     installed: &[InstalledBundle],
+    install_account: Option<&rukpak_api::ServiceAccountRef>,
 ) -> Option<ActiveResolution> {
     let owner = OwnerReference {
         api_version: PlatformOperator::api_version(&()).into_owned(),
@@ -312,6 +313,12 @@ pub fn desired_resolution(
         deppy_api::ACTIVATOR_CLASS_ANNOTATION.to_owned(),
         ACTIVATOR_CLASS.to_owned(),
     )]);
+    if let Some(account) = install_account {
+        annotations.insert(
+            deppy_api::SERVICE_ACCOUNT_ANNOTATION.to_owned(),
+            account.to_string(),
+        );
+    }
     if let Some(config) = &operator.spec.config
         && let Ok(json) = serde_json::to_string(config)
     {
@@ -338,7 +345,11 @@ fn up_to_date(existing: &ActiveResolution, desired: &ActiveResolution) -> bool {
         .iter()
         .all(|(k, v)| existing.annotations().get(k) == Some(v))
         // A config or approval removed from the PlatformOperator is removed below it too.
-        && [platform_api::CONFIG_ANNOTATION, platform_api::APPROVAL_ANNOTATION]
+        && [
+            platform_api::CONFIG_ANNOTATION,
+            platform_api::APPROVAL_ANNOTATION,
+            deppy_api::SERVICE_ACCOUNT_ANNOTATION,
+        ]
             .iter()
             .all(|key| {
                 desired.annotations().contains_key(*key)
@@ -366,8 +377,12 @@ async fn ensure_resolution(
     ctx: &Context,
 ) -> Result<Option<Arc<ActiveResolution>>, Error> {
     let name = operator.name_any();
-    let desired =
-        desired_resolution(operator, installed).ok_or_else(|| Error::NoUid(name.clone()))?;
+    let desired = desired_resolution(
+        operator,
+        installed,
+        ctx.settings.install_service_account.as_ref(),
+    )
+    .ok_or_else(|| Error::NoUid(name.clone()))?;
     let existing = ctx.caches.resolutions.get(&ObjectRef::new(&name));
     if let Some(existing) = &existing {
         if !ownership::is_owned_by(existing, operator) {
@@ -560,7 +575,7 @@ mod tests {
 
     #[test]
     fn the_resolution_requires_the_package_and_is_owned_by_the_platform_operator() {
-        let resolution = desired_resolution(&operator(), &[]).unwrap();
+        let resolution = desired_resolution(&operator(), &[], None).unwrap();
         let value = serde_json::to_value(&resolution).unwrap();
         assert_eq!(value["metadata"]["name"], "memcached");
         assert_eq!(
@@ -588,14 +603,14 @@ mod tests {
                 serde_json::json!({"env": [{"name": "LOG_LEVEL", "value": "debug"}]}),
             ),
         });
-        let with = desired_resolution(&configured, &[]).unwrap();
+        let with = desired_resolution(&configured, &[], None).unwrap();
         assert_eq!(
             with.annotations()
                 .get(platform_api::CONFIG_ANNOTATION)
                 .map(String::as_str),
             Some(r#"{"deploymentConfig":{"env":[{"name":"LOG_LEVEL","value":"debug"}]}}"#)
         );
-        let without = desired_resolution(&operator(), &[]).unwrap();
+        let without = desired_resolution(&operator(), &[], None).unwrap();
         assert!(
             !without
                 .annotations()
@@ -610,6 +625,30 @@ mod tests {
     }
 
     #[test]
+    fn the_install_identity_is_named_on_the_resolution_and_its_removal_re_applies() {
+        let account: rukpak_api::ServiceAccountRef =
+            "rukpak-system/operator-installer".parse().unwrap();
+        let with = desired_resolution(&operator(), &[], Some(&account)).unwrap();
+        assert_eq!(
+            with.annotations()
+                .get(deppy_api::SERVICE_ACCOUNT_ANNOTATION)
+                .map(String::as_str),
+            Some("rukpak-system/operator-installer")
+        );
+        let without = desired_resolution(&operator(), &[], None).unwrap();
+        assert!(
+            !without
+                .annotations()
+                .contains_key(deppy_api::SERVICE_ACCOUNT_ANNOTATION)
+        );
+        assert!(
+            !up_to_date(&with, &without),
+            "dropping the identity re-applies"
+        );
+        assert!(!up_to_date(&without, &with), "naming one re-applies");
+    }
+
+    #[test]
     fn the_activator_class_annotation_key_is_one_the_api_server_accepts() {
         let key = deppy_api::ACTIVATOR_CLASS_ANNOTATION;
         assert_eq!(key.matches('/').count(), 1, "{key}");
@@ -620,12 +659,12 @@ mod tests {
     fn a_platform_operator_without_uid_has_no_resolution() {
         let mut operator = operator();
         operator.metadata.uid = None;
-        assert!(desired_resolution(&operator, &[]).is_none());
+        assert!(desired_resolution(&operator, &[], None).is_none());
     }
 
     #[test]
     fn spec_and_label_changes_make_the_resolution_stale() {
-        let desired = desired_resolution(&operator(), &[]).unwrap();
+        let desired = desired_resolution(&operator(), &[], None).unwrap();
         let mut existing = desired.clone();
         existing
             .annotations_mut()
@@ -638,13 +677,13 @@ mod tests {
         upgraded.spec.package.version_range = Some(">=0.2.0".into());
         assert!(!up_to_date(
             &existing,
-            &desired_resolution(&upgraded, &[]).unwrap()
+            &desired_resolution(&upgraded, &[], None).unwrap()
         ));
         let mut relabelled = operator();
         relabelled.metadata.labels = None;
         assert!(!up_to_date(
             &existing,
-            &desired_resolution(&relabelled, &[]).unwrap()
+            &desired_resolution(&relabelled, &[], None).unwrap()
         ));
     }
 

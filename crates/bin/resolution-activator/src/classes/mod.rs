@@ -48,7 +48,8 @@ pub trait ActivatorClass: Send + Sync + fmt::Debug {
     /// The child BundleDeployments that install `entity`. Names must be stable for a
     /// package (a pivot updates them in place) and at most
     /// [`rukpak_api::BUNDLE_DEPLOYMENT_NAME_MAX`] characters. The core adds the
-    /// resolution's labels to `metadata.labels` and `spec.template.metadata.labels`.
+    /// resolution's labels to `metadata.labels` and `spec.template.metadata.labels`, and
+    /// sets `spec.serviceAccount` to the resolution's install identity.
     fn bundle_deployments(&self, entity: &Entity) -> Result<Vec<BundleDeployment>, ClassError>;
 
     /// The children of `entity` within `resolution`: [`Self::bundle_deployments`], which a
