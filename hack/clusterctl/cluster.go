@@ -369,10 +369,10 @@ func (c *cluster) stopAll() error {
 	return nil
 }
 
-// restartAPIServer kills kube-apiserver (SIGKILL: a crash, not a graceful shutdown), keeps
-// it down for `down`, starts it again with the command line it had and waits for /readyz.
-func (c *cluster) restartAPIServer(down, timeout time.Duration) error {
-	const name = "kube-apiserver"
+// restart kills component `name` (SIGKILL: a crash, not a graceful shutdown), keeps it down
+// for `down`, starts it again with the command line it had and waits until it answers:
+// kube-apiserver's /readyz, etcd's /health.
+func (c *cluster) restart(name string, down, timeout time.Duration) error {
 	pid, ok := c.pid(name)
 	if !ok {
 		return fmt.Errorf("%s of cluster %s is not running", name, c.name)
@@ -396,19 +396,63 @@ func (c *cluster) restartAPIServer(down, timeout time.Duration) error {
 	if err := c.spawn(name, argv[1:]...); err != nil {
 		return err
 	}
-	var ports ports
-	rawPorts, err := os.ReadFile(c.path("ports.json"))
+	ports, err := c.readPorts()
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(rawPorts, &ports); err != nil {
+	switch name {
+	case "etcd":
+		url := fmt.Sprintf("http://127.0.0.1:%d/health", ports.Etcd)
+		return waitFor(name+" /health", time.Now().Add(timeout), c.alive(name), func() error {
+			return httpCheck(http.DefaultClient, url, `"health":"true"`)
+		})
+	default:
+		return c.waitAPIServer(ports, timeout)
+	}
+}
+
+// hangAPIServer stops kube-apiserver (SIGSTOP) for `hang` and lets it go on (SIGCONT): it
+// keeps every connection open and answers nothing, like a wedged server, unlike a crash
+// whose refused connections every client notices at once.
+func (c *cluster) hangAPIServer(hang, timeout time.Duration) error {
+	const name = "kube-apiserver"
+	pid, ok := c.pid(name)
+	if !ok {
+		return fmt.Errorf("%s of cluster %s is not running", name, c.name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("failed to stop %s (pid %d): %w", name, pid, err)
+	}
+	c.logf("stopped %s (pid %d) for %s", name, pid, hang)
+	time.Sleep(hang)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("failed to continue %s (pid %d): %w", name, pid, err)
+	}
+	ports, err := c.readPorts()
+	if err != nil {
 		return err
 	}
+	return c.waitAPIServer(ports, timeout)
+}
+
+func (c *cluster) readPorts() (ports, error) {
+	var p ports
+	raw, err := os.ReadFile(c.path("ports.json"))
+	if err != nil {
+		return p, err
+	}
+	err = json.Unmarshal(raw, &p)
+	return p, err
+}
+
+// waitAPIServer waits until kube-apiserver's /readyz says ok.
+func (c *cluster) waitAPIServer(p ports, timeout time.Duration) error {
+	const name = "kube-apiserver"
 	// /readyz is public (system:public-info-viewer); the serving certificate is our own CA's.
 	api := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 	}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports.APIServer)
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.APIServer)
 	return waitFor(name+" /readyz", time.Now().Add(timeout), c.alive(name), func() error {
 		return httpCheck(api, url, "ok")
 	})

@@ -7,6 +7,8 @@
 //	clusterctl down --name NAME [--state-root DIR]
 //	clusterctl status --name NAME [--state-root DIR]
 //	clusterctl restart-apiserver --name NAME [--down 10s] [--state-root DIR]
+//	clusterctl restart-etcd --name NAME [--down 10s] [--state-root DIR]
+//	clusterctl hang-apiserver --name NAME [--down 30s] [--state-root DIR]
 //
 // `up` prints the kubeconfig path as the last line of stdout. `down` stops exactly the
 // processes `up` started (by pid, checked against their command line) and removes the
@@ -23,13 +25,16 @@ import (
 	"time"
 )
 
-const usage = `usage: clusterctl <up|down|status|restart-apiserver> --name NAME [flags]
+const usage = `usage: clusterctl <up|down|status|restart-apiserver|restart-etcd|hang-apiserver> --name NAME [flags]
 
   up                 start a cluster and print its kubeconfig path (last line of stdout)
   down               stop the cluster's processes and remove its state
   status             print whether the cluster's processes are running
   restart-apiserver  kill kube-apiserver, keep it down for --down, start it again with the
                      same arguments and wait for /readyz (failure and recovery tests)
+  restart-etcd       the same for etcd (waits for its /health)
+  hang-apiserver     stop kube-apiserver (SIGSTOP) for --down, then let it go on: a server
+                     that holds every connection and answers nothing
 `
 
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
@@ -52,7 +57,7 @@ func run(args []string) error {
 	stateRoot := fs.String("state-root", defaultStateRoot(), "directory holding one state directory per cluster")
 	binDir := fs.String("bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwok-stages.yaml")
 	timeout := fs.Duration("timeout", 180*time.Second, "how long `up` waits for the cluster to become ready")
-	down := fs.Duration("down", 10*time.Second, "how long restart-apiserver keeps kube-apiserver down")
+	down := fs.Duration("down", 10*time.Second, "how long restart-apiserver, restart-etcd and hang-apiserver keep the component down")
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
@@ -85,7 +90,11 @@ func run(args []string) error {
 	case "status":
 		return c.status()
 	case "restart-apiserver":
-		return c.restartAPIServer(*down, *timeout)
+		return c.restart("kube-apiserver", *down, *timeout)
+	case "restart-etcd":
+		return c.restart("etcd", *down, *timeout)
+	case "hang-apiserver":
+		return c.hangAPIServer(*down, *timeout)
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)

@@ -133,6 +133,46 @@ impl Readiness {
     }
 }
 
+/// How often [`heartbeat`] asks the API server whether it answers, while it does.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+/// How long one heartbeat waits for an answer.
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(4);
+/// After a failed heartbeat, the next one comes this soon: a failure is then recorded at
+/// least every `HEARTBEAT_TIMEOUT + HEARTBEAT_RETRY`, within [`FAILING_FOR`], so the
+/// process stays not ready for as long as the API server does not answer.
+const HEARTBEAT_RETRY: Duration = Duration::from_secs(1);
+
+/// The name under which [`heartbeat`] reports in `/readyz`.
+pub const HEARTBEAT: &str = "api-server";
+
+/// Until `shutdown`, asks the API server for its version every few seconds and reports a
+/// failure to `readiness` under [`HEARTBEAT`] when it does not answer in time. Watches
+/// notice a crashed API server at once (refused connections), but one that hangs keeps
+/// every connection open and sends nothing, so without this `/readyz` would stay 200
+/// through the hang. A hang is reported within `HEARTBEAT_EVERY + HEARTBEAT_TIMEOUT`
+/// (9 s). `/version` is public and cheap, and costs no watch or list.
+pub async fn heartbeat(client: kube::Client, readiness: Readiness, shutdown: CancellationToken) {
+    loop {
+        let answered = tokio::select! {
+            () = shutdown.cancelled() => return,
+            result = tokio::time::timeout(HEARTBEAT_TIMEOUT, client.apiserver_version()) => {
+                matches!(result, Ok(Ok(_)))
+            }
+        };
+        let pause = if answered {
+            HEARTBEAT_EVERY
+        } else {
+            tracing::debug!(timeout = ?HEARTBEAT_TIMEOUT, "the API server did not answer a heartbeat");
+            readiness.watch_failed(HEARTBEAT);
+            HEARTBEAT_RETRY
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
 /// Failure to start the admin server.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {

@@ -71,6 +71,11 @@ where
         .serve(address, shutdown.clone())
         .await
         .map_err(|err| error_chain(&err))?;
+    let heartbeat = tokio::spawn(crate::admin::heartbeat(
+        client.clone(),
+        admin.readiness.clone(),
+        shutdown.clone(),
+    ));
     let work = crate::leader::run_controllers(
         client,
         leader,
@@ -93,5 +98,6 @@ where
     };
     shutdown.cancel();
     let _ = server.task.await;
+    let _ = heartbeat.await;
     result
 }
