@@ -173,38 +173,21 @@ async fn loopback_http_server(
 pub async fn install_healthy(client: &kube::Client, stack: &Stack) -> Duration {
     let name = testkit::unique_name("healthy");
     let namespace = testkit::unique_name("fair");
-    let mut manifests = serde_json::Map::new();
-    manifests.insert(
-        "00-namespace.yaml".into(),
-        serde_json::json!(format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"
-        )),
-    );
+    let mut files = vec![(
+        "00-namespace.yaml".to_owned(),
+        format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"),
+    )];
     for i in 0..3 {
-        manifests.insert(
+        files.push((
             format!("cm-{i}.yaml"),
-            serde_json::json!(format!(
+            format!(
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: {namespace}\ndata:\n  key: value\n"
-            )),
-        );
+            ),
+        ));
     }
-    let source: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": name }, "immutable": true, "data": manifests
-    }))
-    .unwrap();
-    kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
-        client.clone(),
-        &stack.rukpak_namespace,
-    )
-    .create(&kube::api::PostParams::default(), &source)
-    .await
-    .unwrap();
+    let source = bundle_config_map(client, stack, &name, &files).await;
     let started = std::time::Instant::now();
-    let bd = plain_deployment(
-        stack,
-        &name,
-        serde_json::json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": name }, "path": "manifests" }] }),
-    );
+    let bd = plain_deployment(stack, &name, source);
     let api: kube::Api<rukpak_api::BundleDeployment> = kube::Api::all(client.clone());
     api.create(&kube::api::PostParams::default(), &bd)
         .await
@@ -226,6 +209,134 @@ pub async fn install_healthy(client: &kube::Client, stack: &Stack) -> Duration {
     )
     .await;
     started.elapsed()
+}
+
+/// Stores `files` (name, YAML) as the immutable ConfigMap `name` in the stack's RukPak
+/// namespace and returns the `configMaps` bundle source that names it.
+pub async fn bundle_config_map(
+    client: &kube::Client,
+    stack: &Stack,
+    name: &str,
+    files: &[(String, String)],
+) -> serde_json::Value {
+    let data: serde_json::Map<String, serde_json::Value> = files
+        .iter()
+        .map(|(file, yaml)| (file.clone(), serde_json::json!(yaml)))
+        .collect();
+    let source: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name }, "immutable": true, "data": data
+    }))
+    .unwrap();
+    kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+        client.clone(),
+        &stack.rukpak_namespace,
+    )
+    .create(&kube::api::PostParams::default(), &source)
+    .await
+    .unwrap();
+    serde_json::json!({ "type": "configMaps", "configMaps": [{ "configMap": { "name": name }, "path": "manifests" }] })
+}
+
+/// The shared-cluster recipe of docs/operations.md ("Shared clusters"), run as it is written
+/// (bash and kubectl, as the cluster administrator) with its fixed names made unique, so
+/// that the tests hold the docs to what they claim. `name` tells the names apart.
+pub struct Recipe {
+    /// The tenant user (`alice` in the docs).
+    pub tenant: String,
+    /// The tenant's namespace (`team-a`), where her account `deployer` lives.
+    pub team: String,
+    /// The default identity of BundleDeployments without `spec.serviceAccount`
+    /// (`rukpak-system/tenant-default`).
+    pub tenant_default: rukpak_api::ServiceAccountRef,
+    /// The identity PlatformOperators install as (`rukpak-system/operator-installer`).
+    pub installer: rukpak_api::ServiceAccountRef,
+}
+
+impl Recipe {
+    /// The tenant's ServiceAccount, `deployer` in her namespace.
+    pub fn deployer(&self) -> rukpak_api::ServiceAccountRef {
+        rukpak_api::ServiceAccountRef {
+            namespace: self.team.clone(),
+            name: "deployer".to_owned(),
+        }
+    }
+}
+
+/// Runs the shared-cluster recipe of docs/operations.md (between the markers
+/// `<!-- shared-cluster-recipe -->` and `<!-- /shared-cluster-recipe -->`) with unique names.
+pub fn shared_cluster_recipe() -> Recipe {
+    let docs = std::fs::read_to_string(testkit::workspace_path("docs/operations.md")).unwrap();
+    let start = docs
+        .find("<!-- shared-cluster-recipe -->")
+        .expect("docs/operations.md has the shared-cluster recipe");
+    let end = docs[start..]
+        .find("<!-- /shared-cluster-recipe -->")
+        .map(|end| start + end)
+        .expect("the recipe ends");
+    let block = &docs[start..end];
+    let script = block
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the recipe is a sh block");
+    let recipe = Recipe {
+        tenant: testkit::unique_name("alice"),
+        team: testkit::unique_name("team"),
+        tenant_default: rukpak_api::ServiceAccountRef {
+            namespace: "rukpak-system".to_owned(),
+            name: testkit::unique_name("tenant-default"),
+        },
+        installer: rukpak_api::ServiceAccountRef {
+            namespace: "rukpak-system".to_owned(),
+            name: testkit::unique_name("operator-installer"),
+        },
+    };
+    let role = testkit::unique_name("bd-author");
+    // Longest names first: "operator-installer" is inside other names of the recipe.
+    let script = script
+        .replace("operator-installer", &recipe.installer.name)
+        .replace("tenant-default", &recipe.tenant_default.name)
+        .replace("bd-author", &role)
+        .replace("team-a", &recipe.team)
+        .replace("alice", &recipe.tenant);
+    let output = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .output()
+        .unwrap_or_else(|err| panic!("failed to run bash: {err}"));
+    assert!(
+        output.status.success(),
+        "the shared-cluster recipe of docs/operations.md failed:\n{script}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    recipe
+}
+
+/// Lets `user` read the content ConfigMap `name` in RukPak's namespace, as the admission
+/// rule on references requires of whoever names it in a spec (a tenant names only content
+/// she may read).
+pub async fn let_read(admin: &kube::Client, user: &str, name: &str) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let role = testkit::unique_name("read-content");
+    let namespace = testkit::ADMISSION_NAMESPACE;
+    let object: Role = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": role },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "resourceNames": [name], "verbs": ["get"] }]
+    }))
+    .unwrap();
+    kube::Api::<Role>::namespaced(admin.clone(), namespace)
+        .create(&kube::api::PostParams::default(), &object)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": role },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }]
+    }))
+    .unwrap();
+    kube::Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+        .create(&kube::api::PostParams::default(), &binding)
+        .await
+        .unwrap();
 }
 
 /// A plain BundleDeployment of `source` carrying the stack's labels (on its Bundle too, so
