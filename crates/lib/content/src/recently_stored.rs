@@ -30,6 +30,12 @@ pub(crate) struct RecentlyStored {
     /// One lock per digest and user being written, so that concurrent sharers of the same
     /// content wait for the first one's check instead of all making it.
     writing: Mutex<HashMap<(Digest, String), WriterLock>>,
+    /// Digests (per user) this process has stored at any time, kept through sweeps: not
+    /// trusted, only a hint that the chunks are likely there, so the next write reads each
+    /// chunk before creating it rather than creating it and being refused as existing (a
+    /// catalog re-polled with unchanged content would otherwise send one refused create
+    /// per chunk each poll).
+    stored_before: Mutex<std::collections::HashSet<(Digest, String)>>,
 }
 
 /// Held by the one writer of a digest (for one user) at a time.
@@ -62,8 +68,27 @@ impl RecentlyStored {
                 })
     }
 
+    /// Whether this process has stored or checked `digest` for `user` before (see
+    /// `stored_before`).
+    pub(crate) fn stored_before(&self, digest: &Digest, user: &str) -> bool {
+        self.stored_before
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&(digest.clone(), user.to_owned()))
+    }
+
     /// Records a completed store or check of `digest` for `user` that started in `epoch`.
     pub(crate) fn record(&self, digest: &Digest, user: &str, epoch: u64, now: Instant) {
+        {
+            let mut before = self
+                .stored_before
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if before.len() >= CAPACITY {
+                before.clear();
+            }
+            before.insert((digest.clone(), user.to_owned()));
+        }
         let mut inner = self.lock();
         if epoch != inner.epoch || inner.sweeping > 0 {
             return;
@@ -173,6 +198,29 @@ mod tests {
         );
         recent.forget(&digest(1));
         assert!(!recent.trusts(&digest(1), "bundle", now), "forgotten");
+    }
+
+    #[test]
+    fn content_stored_before_is_remembered_through_sweeps_and_expiry_as_a_hint() {
+        let recent = RecentlyStored::default();
+        let now = Instant::now();
+        assert!(!recent.stored_before(&digest(1), "catalog"));
+        recent.record(&digest(1), "catalog", recent.begin(), now);
+        recent.sweep_started();
+        recent.sweep_ended();
+        assert!(
+            !recent.trusts(&digest(1), "catalog", now),
+            "not trusted after a sweep"
+        );
+        assert!(
+            recent.stored_before(&digest(1), "catalog"),
+            "but stored before"
+        );
+        assert!(!recent.stored_before(&digest(1), "bundle"), "another user");
+        assert!(
+            !recent.stored_before(&digest(2), "catalog"),
+            "another digest"
+        );
     }
 
     #[test]

@@ -281,19 +281,23 @@ impl Store {
         count: u32,
     ) -> Result<(), StoreError> {
         let label = &Self::used_by_label(user);
+        // Content stored before is most likely still there: read each chunk first.
+        let look_first = self.recent.stored_before(content.digest(), user);
         // Chunks 1.. first, concurrently; chunk 0 last marks the content complete. Each
         // chunk is read from the content (a file for large content) only when its write
         // starts, so at most PARALLEL_CHUNKS chunks are in memory.
         futures::stream::iter(1..count)
             .map(|index| async move {
                 let data = self.read_local(content, index)?;
-                self.write_chunk(content, index, count, data, label).await
+                self.write_chunk(content, index, count, data, label, look_first)
+                    .await
             })
             .buffer_unordered(PARALLEL_CHUNKS)
             .try_collect::<Vec<()>>()
             .await?;
         let first = self.read_local(content, 0)?;
-        self.write_chunk(content, 0, count, first, label).await
+        self.write_chunk(content, 0, count, first, label, look_first)
+            .await
     }
 
     /// Chunk `index` of the content to write.
@@ -314,11 +318,13 @@ impl Store {
         count: u32,
         data: Bytes,
         label: &str,
+        look_first: bool,
     ) -> Result<(), StoreError> {
         let digest = content.digest();
         let name = Self::chunk_name(digest, index);
         let chunk_digest = Digest::of(&data);
         let mut kept = Kept::default();
+        let mut look_first = look_first;
         for _ in 0..REPLACE_ATTEMPTS {
             let config_map = self.chunk_object(
                 content,
@@ -331,17 +337,28 @@ impl Store {
                 label,
                 &kept,
             );
-            let existing = match self.api.create(&PostParams::default(), &config_map).await {
-                Ok(_) => return Ok(()),
-                Err(kube::Error::Api(status)) if status.is_already_exists() => {
-                    match self.api.get_opt(&name).await {
-                        Ok(Some(existing)) => existing,
-                        // Deleted in between (garbage collected): create again.
-                        Ok(None) => continue,
-                        Err(err) => return Err(self.api_err("get", &name, err)),
+            let found = if std::mem::take(&mut look_first) {
+                self.api
+                    .get_opt(&name)
+                    .await
+                    .map_err(|err| self.api_err("get", &name, err))?
+            } else {
+                None
+            };
+            let existing = match found {
+                Some(existing) => existing,
+                None => match self.api.create(&PostParams::default(), &config_map).await {
+                    Ok(_) => return Ok(()),
+                    Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                        match self.api.get_opt(&name).await {
+                            Ok(Some(existing)) => existing,
+                            // Deleted in between (garbage collected): create again.
+                            Ok(None) => continue,
+                            Err(err) => return Err(self.api_err("get", &name, err)),
+                        }
                     }
-                }
-                Err(err) => return Err(self.api_err("create", &name, err)),
+                    Err(err) => return Err(self.api_err("create", &name, err)),
+                },
             };
             let other = annotation(&existing, ANNOTATION_DIGEST).unwrap_or_default();
             if other != digest.to_string() {
