@@ -359,3 +359,71 @@ pub fn plain_deployment(
     }))
     .unwrap()
 }
+
+/// `Ok` when the Deployment `(namespace, name)` is Available, else why not.
+pub async fn deployment_available(
+    client: &kube::Client,
+    (namespace, name): (&str, &str),
+) -> Result<(), String> {
+    let deployment =
+        kube::Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), namespace)
+            .get(name)
+            .await
+            .map_err(|e| format!("{namespace}/{name}: {e}"))?;
+    let available = deployment
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Available" && c.status == "True");
+    if available {
+        Ok(())
+    } else {
+        Err(format!("{namespace}/{name} not Available"))
+    }
+}
+
+/// Waits until the Deployment `(namespace, name)` is Available.
+pub async fn wait_available(client: &kube::Client, deployment: (&str, &str)) {
+    testkit::wait_for(
+        &format!("Deployment {}/{} Available", deployment.0, deployment.1),
+        TIMEOUT,
+        || deployment_available(client, deployment),
+    )
+    .await;
+}
+
+/// Waits until the BundleDeployment `name` has condition `type_` with `status`, and
+/// returns the condition's message.
+pub async fn wait_condition(
+    client: &kube::Client,
+    name: &str,
+    type_: &str,
+    status: &str,
+) -> String {
+    let api: kube::Api<rukpak_api::BundleDeployment> = kube::Api::all(client.clone());
+    testkit::wait_for(&format!("{name} {type_}={status}"), TIMEOUT, || async {
+        let bd = api.get(name).await.map_err(|e| e.to_string())?;
+        let found = bd
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_));
+        match found {
+            Some(c) if c.status == status => Ok(c.message.clone()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await
+}
+
+/// A manifest of one ConfigMap `namespace/name`.
+pub fn config_map_manifest(namespace: &str, name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  key: value\n"
+    )
+}
+
+/// A manifest of one Namespace.
+pub fn namespace_manifest(name: &str) -> String {
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+}

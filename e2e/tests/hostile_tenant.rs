@@ -66,16 +66,6 @@ async fn plain(
     serde_json::from_value(deployment).unwrap()
 }
 
-fn config_map(namespace: &str, name: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  key: value\n"
-    )
-}
-
-fn namespace(name: &str) -> String {
-    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
-}
-
 /// Creates `object` through `api` once RBAC and policies allow it (they apply asynchronously).
 async fn admitted<K>(api: &Api<K>, object: &K) -> K
 where
@@ -108,23 +98,6 @@ where
                 Err(err) if err.to_string().contains(expected) => Ok(err.to_string()),
                 Err(err) => Err(err.to_string()),
             }
-        }
-    })
-    .await
-}
-
-/// `(status, message)` of a BundleDeployment's `Installed` condition, once it has `status`.
-async fn installed(admin: &Client, name: &str, status: &str) -> String {
-    let api: Api<BundleDeployment> = Api::all(admin.clone());
-    wait_for(&format!("{name} Installed={status}"), TIMEOUT, || async {
-        let bd = api.get(name).await.map_err(|e| e.to_string())?;
-        let condition = bd
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Installed"));
-        match condition {
-            Some(c) if c.status == status => Ok(c.message.clone()),
-            other => Err(format!("{other:?}")),
         }
     })
     .await
@@ -257,7 +230,7 @@ async fn an_activation_never_borrows_the_activators_rights() {
         ),
     )
     .await;
-    let message = installed(&admin, &own, "False").await;
+    let message = e2e::wait_condition(&admin, &own, "Installed", "False").await;
     let wrapper = Api::<BundleDeployment>::all(admin.clone())
         .get(&own)
         .await
@@ -297,8 +270,8 @@ async fn a_tenant_changes_and_deletes_only_what_is_hers() {
         env,
         &name,
         &[
-            ("00-ns.yaml".into(), namespace(&target)),
-            ("cm.yaml".into(), config_map(&target, "kept")),
+            ("00-ns.yaml".into(), e2e::namespace_manifest(&target)),
+            ("cm.yaml".into(), e2e::config_map_manifest(&target, "kept")),
         ],
         json!({}),
     )
@@ -307,7 +280,7 @@ async fn a_tenant_changes_and_deletes_only_what_is_hers() {
         .create(&PostParams::default(), &deployment)
         .await
         .unwrap();
-    installed(&admin, &name, "True").await;
+    e2e::wait_condition(&admin, &name, "Installed", "True").await;
 
     let message = refused(
         "deleting an administrator's install",
@@ -364,7 +337,7 @@ async fn a_tenant_changes_and_deletes_only_what_is_hers() {
         &admin,
         env,
         &own,
-        &[("cm.yaml".into(), config_map(&r.team, &own))],
+        &[("cm.yaml".into(), e2e::config_map_manifest(&r.team, &own))],
         json!({ "serviceAccount": { "namespace": r.team, "name": "deployer" } }),
     )
     .await;
@@ -420,7 +393,10 @@ async fn a_squatted_child_is_never_adopted() {
         &admin,
         env,
         child,
-        &[("cm.yaml".into(), config_map(&r.team, "squatter"))],
+        &[(
+            "cm.yaml".into(),
+            e2e::config_map_manifest(&r.team, "squatter"),
+        )],
         json!({
             "serviceAccount": { "namespace": r.team, "name": "deployer" },
             "healthChecks": [{ "group": "", "kind": "ConfigMap", "ready": "true" }]
@@ -444,7 +420,7 @@ async fn a_squatted_child_is_never_adopted() {
     .unwrap();
     let pos: Api<PlatformOperator> = Api::all(admin.clone());
     pos.create(&PostParams::default(), &po).await.unwrap();
-    let message = installed(&admin, &po_name, "False").await;
+    let message = e2e::wait_condition(&admin, &po_name, "Installed", "False").await;
     assert!(
         message.contains(child)
             && message.contains(&format!("was created by user \"{}\"", r.tenant))
@@ -465,7 +441,7 @@ async fn a_squatted_child_is_never_adopted() {
 
     // Once an administrator removes it, the operator installs as its own identity.
     testkit::delete_and_wait(&Api::<BundleDeployment>::all(admin.clone()), child, TIMEOUT).await;
-    installed(&admin, &po_name, "True").await;
+    e2e::wait_condition(&admin, &po_name, "Installed", "True").await;
     let adopted = Api::<BundleDeployment>::all(admin.clone())
         .get(child)
         .await
@@ -509,9 +485,12 @@ async fn a_refused_install_leaves_nothing_behind() {
         env,
         &name,
         &[
-            ("00-ns.yaml".into(), namespace(&target)),
+            ("00-ns.yaml".into(), e2e::namespace_manifest(&target)),
             ("01-crd.yaml".into(), crd.clone()),
-            ("02-bad.yaml".into(), config_map(&target, "Bad_Name")),
+            (
+                "02-bad.yaml".into(),
+                e2e::config_map_manifest(&target, "Bad_Name"),
+            ),
         ],
         json!({}),
     )
@@ -521,7 +500,7 @@ async fn a_refused_install_leaves_nothing_behind() {
         .create(&PostParams::default(), &deployment)
         .await
         .unwrap();
-    let message = installed(&admin, &name, "False").await;
+    let message = e2e::wait_condition(&admin, &name, "Installed", "False").await;
     assert!(message.contains("Bad_Name"), "{message}");
     let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
     let namespaces: Api<Namespace> = Api::all(admin.clone());
@@ -556,6 +535,6 @@ async fn a_refused_install_leaves_nothing_behind() {
         .create(&PostParams::default(), &deployment)
         .await
         .unwrap();
-    installed(&admin, &next, "True").await;
+    e2e::wait_condition(&admin, &next, "Installed", "True").await;
     testkit::delete_and_wait(&deployments, &next, TIMEOUT).await;
 }

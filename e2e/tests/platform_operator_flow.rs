@@ -10,6 +10,7 @@
 
 use deppy_api::ActiveResolution;
 use e2e::{Env, TIMEOUT, env};
+use e2e::{deployment_available, wait_available};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
@@ -80,36 +81,6 @@ async fn wait_installed(client: &Client, name: &str) {
                 other => Err(format!("{other:?}")),
             }
         },
-    )
-    .await;
-}
-
-async fn deployment_available(
-    client: &Client,
-    (namespace, name): (&str, &str),
-) -> Result<(), String> {
-    let deployment = Api::<Deployment>::namespaced(client.clone(), namespace)
-        .get(name)
-        .await
-        .map_err(|e| format!("{namespace}/{name}: {e}"))?;
-    let available = deployment
-        .status
-        .and_then(|s| s.conditions)
-        .unwrap_or_default()
-        .iter()
-        .any(|c| c.type_ == "Available" && c.status == "True");
-    if available {
-        Ok(())
-    } else {
-        Err(format!("{namespace}/{name} not Available"))
-    }
-}
-
-async fn wait_available(client: &Client, deployment: (&str, &str)) {
-    wait_for(
-        &format!("Deployment {}/{} Available", deployment.0, deployment.1),
-        TIMEOUT,
-        || deployment_available(client, deployment),
     )
     .await;
 }

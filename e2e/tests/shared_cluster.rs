@@ -13,10 +13,9 @@
 use std::time::Duration;
 
 use e2e::TIMEOUT;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use kube::{Api, Client};
 use platform_api::PlatformOperator;
 use rukpak_api::BundleDeployment;
 use serde_json::json;
@@ -24,29 +23,6 @@ use testkit::examples::sample;
 use testkit::stack::{Component, Stack};
 use testkit::users::impersonating;
 use testkit::{unique_name, wait_for};
-
-/// `(status, message)` of condition `type_` of a BundleDeployment, once it has `status`.
-async fn condition(admin: &Client, name: &str, type_: &str, status: &str) -> String {
-    let api: Api<BundleDeployment> = Api::all(admin.clone());
-    wait_for(&format!("{name} {type_}={status}"), TIMEOUT, || async {
-        let bd = api.get(name).await.map_err(|e| e.to_string())?;
-        let found = bd
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_));
-        match found {
-            Some(c) if c.status == status => Ok(c.message.clone()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await
-}
-
-fn config_map(namespace: &str, name: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  key: value\n"
-    )
-}
 
 #[tokio::test]
 async fn platform_operators_administrators_and_tenants_install_in_shared_cluster_mode() {
@@ -77,7 +53,7 @@ async fn platform_operators_administrators_and_tenants_install_in_shared_cluster
     .unwrap();
     let pos: Api<PlatformOperator> = Api::all(admin.clone());
     pos.create(&PostParams::default(), &po).await.unwrap();
-    condition(&admin, &po_name, "Installed", "True").await;
+    e2e::wait_condition(&admin, &po_name, "Installed", "True").await;
     let deployments: Api<BundleDeployment> = Api::all(admin.clone());
     for name in [po_name.as_str(), sample::MEMCACHED_BD] {
         let bd = deployments.get(name).await.unwrap();
@@ -87,19 +63,10 @@ async fn platform_operators_administrators_and_tenants_install_in_shared_cluster
             "{name} applies as the install identity"
         );
     }
-    wait_for("the sample operator to be Available", TIMEOUT, || async {
-        let deployment = Api::<Deployment>::namespaced(admin.clone(), sample::MEMCACHED_NAMESPACE)
-            .get(sample::MEMCACHED_DEPLOYMENT)
-            .await
-            .map_err(|e| e.to_string())?;
-        let available = deployment
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Available" && c.status == "True");
-        available.then_some(()).ok_or("not Available".to_owned())
-    })
+    e2e::wait_available(
+        &admin,
+        (sample::MEMCACHED_NAMESPACE, sample::MEMCACHED_DEPLOYMENT),
+    )
     .await;
 
     // An administrator's BundleDeployment naming the install identity installs a
@@ -111,7 +78,10 @@ async fn platform_operators_administrators_and_tenants_install_in_shared_cluster
             "00-ns.yaml".to_owned(),
             format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {admin_ns}\n"),
         ),
-        ("cm.yaml".to_owned(), config_map(&admin_ns, "settings")),
+        (
+            "cm.yaml".to_owned(),
+            e2e::config_map_manifest(&admin_ns, "settings"),
+        ),
     ];
     let named = unique_name("admin-named");
     let source = e2e::bundle_config_map(&admin, &stack, &named, &files).await;
@@ -123,7 +93,7 @@ async fn platform_operators_administrators_and_tenants_install_in_shared_cluster
         .create(&PostParams::default(), &bd)
         .await
         .unwrap();
-    condition(&admin, &named, "Installed", "True").await;
+    e2e::wait_condition(&admin, &named, "Installed", "True").await;
 
     let unnamed = unique_name("admin-unnamed");
     let other_ns = unique_name("other-ns");
@@ -142,7 +112,7 @@ async fn platform_operators_administrators_and_tenants_install_in_shared_cluster
         .create(&PostParams::default(), &bd)
         .await
         .unwrap();
-    let message = condition(&admin, &unnamed, "Installed", "False").await;
+    let message = e2e::wait_condition(&admin, &unnamed, "Installed", "False").await;
     assert!(
         message.contains(&recipe.tenant_default.username()),
         "applies as the tenants' default: {message}"
@@ -155,7 +125,10 @@ async fn platform_operators_administrators_and_tenants_install_in_shared_cluster
         &admin,
         &stack,
         &hers,
-        &[("cm.yaml".to_owned(), config_map(&recipe.team, &hers))],
+        &[(
+            "cm.yaml".to_owned(),
+            e2e::config_map_manifest(&recipe.team, &hers),
+        )],
     )
     .await;
     let mut bd = serde_json::to_value(e2e::plain_deployment(&stack, &hers, source)).unwrap();
@@ -174,7 +147,7 @@ async fn platform_operators_administrators_and_tenants_install_in_shared_cluster
         },
     )
     .await;
-    condition(&admin, &hers, "Installed", "True").await;
+    e2e::wait_condition(&admin, &hers, "Installed", "True").await;
     Api::<ConfigMap>::namespaced(admin.clone(), &recipe.team)
         .get(&hers)
         .await
