@@ -636,6 +636,23 @@ fn deployment_names(bundle: &Bundle) -> BTreeSet<&str> {
         .collect()
 }
 
+/// The Service's `targetPort` for a webhook definition's `targetPort` and port: absent, null
+/// or 0 mean the port itself, as Kubernetes and OLM read an unset or zero target port.
+fn target_port(raw: Option<&Value>, port: i64, field: &str) -> Result<Value, String> {
+    match raw {
+        None | Some(Value::Null) => Ok(json!(port)),
+        Some(Value::Number(n)) if n.as_i64() == Some(0) => Ok(json!(port)),
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) => {
+            Ok(json!(n))
+        }
+        Some(Value::String(name)) if port_name(name) => Ok(json!(name)),
+        Some(other) => Err(format!(
+            "{field}.targetPort {other} is neither a port number (1-65535) nor a port \
+             name (at most 15 lowercase letters, digits and dashes)"
+        )),
+    }
+}
+
 /// Reads and checks every webhook definition on its own.
 fn read_webhooks(bundle: &Bundle) -> Result<Vec<Webhook>, String> {
     let deployments = deployment_names(bundle);
@@ -689,19 +706,7 @@ fn read_webhooks(bundle: &Bundle) -> Result<Vec<Webhook>, String> {
                 "{field}.containerPort {port} is out of range (1-65535)"
             ));
         }
-        let target_port = match &raw.target_port {
-            None | Some(Value::Null) => json!(port),
-            Some(Value::Number(n)) if n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) => {
-                json!(n)
-            }
-            Some(Value::String(name)) if port_name(name) => json!(name),
-            Some(other) => {
-                return Err(format!(
-                    "{field}.targetPort {other} is neither a port number (1-65535) nor a port \
-                     name (at most 15 lowercase letters, digits and dashes)"
-                ));
-            }
-        };
+        let target_port = target_port(raw.target_port.as_ref(), port, &field)?;
         if kind != WebhookType::Conversion {
             match raw.side_effects.as_deref() {
                 Some("None" | "NoneOnDryRun") => {}
@@ -1103,6 +1108,34 @@ pub fn mount_certificates(deployment: &mut Value, secret: &str) -> Result<(), St
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_target_port_of_zero_or_none_is_the_webhook_port() {
+        let field = "spec.webhookdefinitions[0]";
+        assert_eq!(super::target_port(None, 9443, field), Ok(json!(9443)));
+        assert_eq!(
+            super::target_port(Some(&json!(null)), 9443, field),
+            Ok(json!(9443))
+        );
+        assert_eq!(
+            super::target_port(Some(&json!(0)), 9443, field),
+            Ok(json!(9443))
+        );
+        assert_eq!(
+            super::target_port(Some(&json!(8443)), 9443, field),
+            Ok(json!(8443))
+        );
+        assert_eq!(
+            super::target_port(Some(&json!("webhook")), 9443, field),
+            Ok(json!("webhook"))
+        );
+        let err = super::target_port(Some(&json!(70000)), 9443, field).unwrap_err();
+        assert!(
+            err.starts_with("spec.webhookdefinitions[0].targetPort 70000"),
+            "{err}"
+        );
+    }
+
     use super::*;
 
     #[test]
