@@ -208,7 +208,9 @@ async fn a_named_account_must_be_impersonable_whatever_the_class_publishes() {
             "{message}"
         );
     }
-    // Metadata-only updates of an existing BundleDeployment are not re-checked.
+    // Metadata-only updates of an existing BundleDeployment are not re-checked by the
+    // identity rule. They are by the ownership rule (bundle-ownership.core.rukpak.io): a user
+    // who may only update is refused; one who holds "manage", as the provisioners do, may.
     let name = unique_name("bd");
     let created = Api::<BundleDeployment>::all(admin.clone())
         .create(
@@ -221,9 +223,34 @@ async fn a_named_account_must_be_impersonable_whatever_the_class_publishes() {
         )
         .await
         .unwrap();
-    let (_, labeller) = user_with(
+    let relabel = |api: Api<BundleDeployment>| {
+        let name = name.clone();
+        async move {
+            let mut current = api.get(&name).await.map_err(|e| e.to_string())?;
+            current.metadata.labels = Some([("touched".to_owned(), "yes".to_owned())].into());
+            api.replace(&name, &PostParams::default(), &current)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+    };
+    let (user, updater) = user_with(
         &admin,
         &[json!({ "apiGroups": ["core.rukpak.io"], "resources": ["bundledeployments"], "verbs": ["get", "update"] })],
+    )
+    .await;
+    let refused = wait_for("the ownership refusal", TIMEOUT, || async {
+        match relabel(Api::all(updater.clone())).await {
+            Ok(()) => panic!("{user} relabelled a BundleDeployment that is not theirs"),
+            Err(err) if err.contains("may not change BundleDeployment") => Ok(err),
+            Err(err) => Err(err),
+        }
+    })
+    .await;
+    assert!(refused.contains(&format!("user \"{user}\"")), "{refused}");
+    let (_, labeller) = user_with(
+        &admin,
+        &[json!({ "apiGroups": ["core.rukpak.io"], "resources": ["bundledeployments"], "verbs": ["get", "update", "manage"] })],
     )
     .await;
     let api: Api<BundleDeployment> = Api::all(labeller);
