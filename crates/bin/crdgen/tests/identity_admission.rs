@@ -253,14 +253,8 @@ async fn a_named_account_must_be_impersonable_whatever_the_class_publishes() {
         &[json!({ "apiGroups": ["core.rukpak.io"], "resources": ["bundledeployments"], "verbs": ["get", "update", "manage"] })],
     )
     .await;
-    let api: Api<BundleDeployment> = Api::all(labeller);
-    wait_for("a metadata-only update", TIMEOUT, || async {
-        let mut current = api.get(&name).await.map_err(|e| e.to_string())?;
-        current.metadata.labels = Some([("touched".to_owned(), "yes".to_owned())].into());
-        api.replace(&name, &PostParams::default(), &current)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    wait_for("a metadata-only update", TIMEOUT, || {
+        relabel(Api::all(labeller.clone()))
     })
     .await;
     assert_eq!(
