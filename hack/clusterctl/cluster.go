@@ -27,8 +27,11 @@ const (
 	nodeName  = "kwok-node-0"
 )
 
-// components in start order; `down` stops them in reverse.
-var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+// controlPlane are the components every cluster runs, in start order; `down` stops them in
+// reverse. A cluster with a real node also runs containerd and the kubelet.
+var controlPlane = []string{"etcd", "egress-proxy", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+var realNodeComponents = []string{"containerd", "kubelet"}
 
 // cluster is one named control plane and its state directory.
 type cluster struct {
@@ -37,6 +40,8 @@ type cluster struct {
 	binDir string
 	ports  ports
 	pki    *pki
+	// realNode asks `up` for containerd and a kubelet beside the simulated node.
+	realNode bool
 	// exited has one channel per component started by this process, closed when it exits.
 	exited map[string]chan struct{}
 }
@@ -49,6 +54,21 @@ type ports struct {
 	ControllerManager int `json:"controllerManager"`
 	Scheduler         int `json:"scheduler"`
 	Kwok              int `json:"kwok"`
+	Kubelet           int `json:"kubelet,omitempty"`
+	KubeletHealthz    int `json:"kubeletHealthz,omitempty"`
+}
+
+// components are this cluster's processes in start order: recorded by `up`, so `down` and
+// `status` stop and show what was started.
+func (c *cluster) components() []string {
+	var names []string
+	if raw, err := os.ReadFile(c.path("components.json")); err == nil && json.Unmarshal(raw, &names) == nil {
+		return names
+	}
+	if c.realNode {
+		return append(append([]string{}, controlPlane...), realNodeComponents...)
+	}
+	return controlPlane
 }
 
 func (c *cluster) path(parts ...string) string {
@@ -62,13 +82,13 @@ func (c *cluster) logf(format string, args ...any) {
 // up starts the cluster, or returns the kubeconfig of one that is already running.
 func (c *cluster) up(timeout time.Duration) (string, error) {
 	kubeconfig := c.path("kubeconfig")
-	if running := c.runningComponents(); len(running) == len(components) {
+	if running := c.runningComponents(); len(running) == len(c.components()) && len(running) > 0 {
 		c.logf("already running")
 		return kubeconfig, nil
 	} else if len(running) > 0 {
 		return "", fmt.Errorf("cluster %q is partly running (%s): run `down` first", c.name, strings.Join(running, ", "))
 	}
-	for _, bin := range append(append([]string{}, components...), "kwok-stages.yaml") {
+	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
 		if _, err := os.Stat(filepath.Join(c.binDir, bin)); err != nil {
 			return "", fmt.Errorf("missing %s in %s (build it with hack/build-tools): %w", bin, c.binDir, err)
 		}
@@ -81,6 +101,9 @@ func (c *cluster) up(timeout time.Duration) (string, error) {
 			return "", err
 		}
 	}
+	if err := writeJSON(c.path("components.json"), c.components()); err != nil {
+		return "", err
+	}
 	started := time.Now()
 	err := c.start(timeout)
 	if err != nil {
@@ -90,7 +113,11 @@ func (c *cluster) up(timeout time.Duration) (string, error) {
 		}
 		return "", err
 	}
-	c.logf("ready in %.1fs (apiserver https://127.0.0.1:%d)", time.Since(started).Seconds(), c.ports.APIServer)
+	nodes := "simulated node " + nodeName
+	if c.realNode {
+		nodes += " and real node " + realNodeName
+	}
+	c.logf("ready in %.1fs (apiserver https://127.0.0.1:%d; %s)", time.Since(started).Seconds(), c.ports.APIServer, nodes)
 	return kubeconfig, nil
 }
 
@@ -140,6 +167,19 @@ func (c *cluster) start(timeout time.Duration) error {
 	if err := os.WriteFile(c.path("audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
 		return err
 	}
+	// Every connection the API server opens to the cluster goes through the egress proxy,
+	// which keeps it on 127.0.0.1 (egress.go).
+	egressSocket := c.path("egress.sock")
+	if err := os.WriteFile(c.path("egress.yaml"), []byte(egressConfig(egressSocket)), 0o600); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := c.spawnBinary("egress-proxy", self, "egress-proxy", "--name="+c.name, "--state-root="+filepath.Dir(c.dir), "--socket="+egressSocket); err != nil {
+		return err
+	}
 	if err := c.spawn("kube-apiserver",
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
@@ -165,6 +205,12 @@ func (c *cluster) start(timeout time.Duration) error {
 		"--audit-log-mode=batch",
 		"--audit-log-maxsize=512",
 		"--audit-log-maxbackup=4",
+		"--egress-selector-config-file="+c.path("egress.yaml"),
+		// Logs and exec on the real node: the API server's own client identity, and the
+		// node's loopback address.
+		"--kubelet-client-certificate="+filepath.Join(pki, "kubelet-client.crt"),
+		"--kubelet-client-key="+filepath.Join(pki, "kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 	); err != nil {
 		return err
 	}
@@ -197,7 +243,8 @@ func (c *cluster) start(timeout time.Duration) error {
 		{"kwok", []string{
 			"--kubeconfig=" + c.path("kubeconfigs", "kwok"),
 			"--config=" + filepath.Join(c.binDir, "kwok-stages.yaml"),
-			"--manage-all-nodes=true",
+			// Only the simulated node: the real one has a kubelet.
+			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--server-address=127.0.0.1:" + strconv.Itoa(c.ports.Kwok),
 			"--node-lease-duration-seconds=40",
 		}},
@@ -234,7 +281,7 @@ func (c *cluster) start(timeout time.Duration) error {
 		{"kube-scheduler /healthz", "kube-scheduler", func() error {
 			return httpCheck(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.ports.Scheduler), "ok")
 		}},
-		{"node " + nodeName + " Ready (kwok)", "kwok", func() error { return nodeReady(api, apiURL) }},
+		{"node " + nodeName + " Ready (kwok)", "kwok", func() error { return nodeReady(api, apiURL, nodeName) }},
 		// Pods are refused in a namespace until its default ServiceAccount exists; waiting for
 		// it here proves the controller manager runs and spares every test that race.
 		{"default ServiceAccount", "kube-controller-manager", func() error {
@@ -246,18 +293,26 @@ func (c *cluster) start(timeout time.Duration) error {
 			return err
 		}
 	}
+	if c.realNode {
+		return c.startRealNode(api, apiURL, deadline)
+	}
 	return nil
 }
 
 // spawn starts a component in its own session so it outlives this process, with its
 // output in logs/<name>.log and its pid in pids/<name>.pid.
 func (c *cluster) spawn(name string, args ...string) error {
+	return c.spawnBinary(name, filepath.Join(c.binDir, name), args...)
+}
+
+// spawnBinary is spawn for a program that is not in the bin directory.
+func (c *cluster) spawnBinary(name, binary string, args ...string) error {
 	logFile, err := os.Create(c.path("logs", name+".log"))
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(c.binDir, name), args...)
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = c.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -316,7 +371,7 @@ func (c *cluster) alive(name string) func() bool {
 
 func (c *cluster) runningComponents() []string {
 	var running []string
-	for _, name := range components {
+	for _, name := range c.components() {
 		if _, ok := c.pid(name); ok {
 			running = append(running, name)
 		}
@@ -343,6 +398,9 @@ func (c *cluster) down() error {
 // stopAll sends SIGTERM in reverse start order, then SIGKILL to anything still alive.
 func (c *cluster) stopAll() error {
 	var pids []int
+	components := c.components()
+	// Containers first, while containerd can still stop them and reap their processes.
+	c.stopTasks()
 	for i := len(components) - 1; i >= 0; i-- {
 		if pid, ok := c.pid(components[i]); ok {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -366,6 +424,7 @@ func (c *cluster) stopAll() error {
 	if len(pids) > 0 {
 		c.logf("stopped pids %v", pids)
 	}
+	c.stopContainers()
 	return nil
 }
 
@@ -460,7 +519,7 @@ func (c *cluster) waitAPIServer(p ports, timeout time.Duration) error {
 
 func (c *cluster) status() error {
 	running := c.runningComponents()
-	for _, name := range components {
+	for _, name := range c.components() {
 		pid, ok := c.pid(name)
 		state := "stopped"
 		if ok {
@@ -468,7 +527,7 @@ func (c *cluster) status() error {
 		}
 		fmt.Printf("%-24s %s\n", name, state)
 	}
-	if len(running) != len(components) {
+	if len(running) != len(c.components()) {
 		return fmt.Errorf("cluster %q is not fully running", c.name)
 	}
 	fmt.Println(c.path("kubeconfig"))
@@ -477,7 +536,7 @@ func (c *cluster) status() error {
 
 // printLogs shows the tail of every component log, so a failed start explains itself.
 func (c *cluster) printLogs() {
-	for _, name := range components {
+	for _, name := range c.components() {
 		raw, err := os.ReadFile(c.path("logs", name+".log"))
 		if err != nil {
 			continue
@@ -512,6 +571,7 @@ func (c *cluster) writeKubeconfigs() error {
 		c.path("kubeconfigs", "kube-controller-manager"): c.pki.controllerManager,
 		c.path("kubeconfigs", "kube-scheduler"):          c.pki.scheduler,
 		c.path("kubeconfigs", "kwok"):                    c.pki.kwok,
+		c.path("kubeconfigs", "kubelet"):                 c.pki.kubelet,
 	}
 	for file, kp := range files {
 		if err := os.WriteFile(file, kubeconfig("olmv1-"+c.name, server, c.pki.ca.certPEM, kp), 0o600); err != nil {
@@ -579,8 +639,8 @@ func (c *cluster) createNode(api *http.Client, apiURL string) error {
 	return nil
 }
 
-func nodeReady(api *http.Client, apiURL string) error {
-	resp, err := api.Get(apiURL + "/api/v1/nodes/" + nodeName)
+func nodeReady(api *http.Client, apiURL, name string) error {
+	resp, err := api.Get(apiURL + "/api/v1/nodes/" + name)
 	if err != nil {
 		return err
 	}
@@ -663,7 +723,7 @@ func freePorts() (ports, error) {
 		return l.Addr().(*net.TCPAddr).Port, nil
 	}
 	var p ports
-	for _, dst := range []*int{&p.Etcd, &p.EtcdPeer, &p.APIServer, &p.ControllerManager, &p.Scheduler, &p.Kwok} {
+	for _, dst := range []*int{&p.Etcd, &p.EtcdPeer, &p.APIServer, &p.ControllerManager, &p.Scheduler, &p.Kwok, &p.Kubelet, &p.KubeletHealthz} {
 		port, err := next()
 		if err != nil {
 			return p, fmt.Errorf("failed to find a free port: %w", err)

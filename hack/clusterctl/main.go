@@ -1,14 +1,16 @@
 // Command clusterctl starts and stops a local Kubernetes control plane on loopback:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated
-// nodes, so Pods run and Deployments become Available). Every cluster has a name;
+// nodes, so Pods run and Deployments become Available), and with --real-node containerd
+// and a kubelet, so host-network Pods really run (node.go). Every cluster has a name;
 // clusters with different names run side by side on different ports.
 //
-//	clusterctl up   --name NAME --bin-dir DIR [--state-root DIR] [--timeout 120s]
+//	clusterctl up   --name NAME --bin-dir DIR [--real-node] [--state-root DIR] [--timeout 120s]
 //	clusterctl down --name NAME [--state-root DIR]
 //	clusterctl status --name NAME [--state-root DIR]
 //	clusterctl restart-apiserver --name NAME [--down 10s] [--state-root DIR]
 //	clusterctl restart-etcd --name NAME [--down 10s] [--state-root DIR]
 //	clusterctl hang-apiserver --name NAME [--down 30s] [--state-root DIR]
+//	clusterctl egress-proxy --name NAME --socket PATH (started by `up`; see egress.go)
 //
 // `up` prints the kubeconfig path as the last line of stdout. `down` stops exactly the
 // processes `up` started (by pid, checked against their command line) and removes the
@@ -27,7 +29,8 @@ import (
 
 const usage = `usage: clusterctl <up|down|status|restart-apiserver|restart-etcd|hang-apiserver> --name NAME [flags]
 
-  up                 start a cluster and print its kubeconfig path (last line of stdout)
+  up                 start a cluster and print its kubeconfig path (last line of stdout);
+                     --real-node adds containerd and a kubelet (node "localhost")
   down               stop the cluster's processes and remove its state
   status             print whether the cluster's processes are running
   restart-apiserver  kill kube-apiserver, keep it down for --down, start it again with the
@@ -57,6 +60,8 @@ func run(args []string) error {
 	stateRoot := fs.String("state-root", defaultStateRoot(), "directory holding one state directory per cluster")
 	binDir := fs.String("bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwok-stages.yaml")
 	timeout := fs.Duration("timeout", 180*time.Second, "how long `up` waits for the cluster to become ready")
+	realNode := fs.Bool("real-node", false, "up: also run a real node (containerd, runc, kubelet) for host-network Pods")
+	socket := fs.String("socket", "", "egress-proxy: the Unix socket kube-apiserver connects to")
 	down := fs.Duration("down", 10*time.Second, "how long restart-apiserver, restart-etcd and hang-apiserver keep the component down")
 	if err := fs.Parse(rest); err != nil {
 		return err
@@ -68,7 +73,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &cluster{name: *name, dir: filepath.Join(root, *name)}
+	c := &cluster{name: *name, dir: filepath.Join(root, *name), realNode: *realNode}
 	switch cmd {
 	case "up":
 		if *binDir == "" {
@@ -93,6 +98,11 @@ func run(args []string) error {
 		return c.restart("kube-apiserver", *down, *timeout)
 	case "restart-etcd":
 		return c.restart("etcd", *down, *timeout)
+	case "egress-proxy":
+		if *socket == "" {
+			return errors.New("egress-proxy needs --socket")
+		}
+		return c.runEgressProxy(*socket)
 	case "hang-apiserver":
 		return c.hangAPIServer(*down, *timeout)
 	default:

@@ -127,6 +127,10 @@ type pki struct {
 	controllerManager *keyPair
 	scheduler         *keyPair
 	kwok              *keyPair
+	// kubelet is the real node's client identity (the Node authorizer's system:node:<name>).
+	kubelet *keyPair
+	// kubeletClient is how kube-apiserver authenticates to that kubelet (logs, exec).
+	kubeletClient *keyPair
 	// saSigner signs service-account tokens (kube-apiserver and the token controller).
 	saSigner *keyPair
 }
@@ -161,16 +165,56 @@ func newPKI(dir string, extraIPs []net.IP) (*pki, error) {
 	if p.kwok, err = ca.issue("kwok", []string{"system:masters"}, nil, nil, false); err != nil {
 		return nil, err
 	}
+	if p.kubelet, err = ca.issue("system:node:"+realNodeName, []string{"system:nodes"}, nil, nil, false); err != nil {
+		return nil, err
+	}
+	if p.kubeletClient, err = ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, nil, false); err != nil {
+		return nil, err
+	}
 	if p.saSigner, err = newCA("service-account-signer"); err != nil {
 		return nil, err
 	}
 	for name, kp := range map[string]*keyPair{
 		"ca": p.ca, "apiserver": p.apiserver, "admin": p.admin, "controller-manager": p.controllerManager,
 		"scheduler": p.scheduler, "kwok": p.kwok, "sa": p.saSigner,
+		"kubelet": p.kubelet, "kubelet-client": p.kubeletClient,
 	} {
 		if err := kp.write(dir, name); err != nil {
 			return nil, fmt.Errorf("failed to write %s credentials: %w", name, err)
 		}
 	}
 	return p, nil
+}
+
+// loadPKI reads back the CA and admin credentials `up` wrote, for commands that run later
+// against a running cluster (the egress proxy).
+func loadPKI(dir string) (*pki, error) {
+	load := func(name string) (*keyPair, error) {
+		certPEM, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := os.ReadFile(filepath.Join(dir, name+".key"))
+		if err != nil {
+			return nil, err
+		}
+		block, _ := pem.Decode(certPEM)
+		if block == nil {
+			return nil, fmt.Errorf("%s.crt holds no PEM certificate", name)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		return &keyPair{cert: cert, certPEM: certPEM, keyPEM: keyPEM}, nil
+	}
+	ca, err := load("ca")
+	if err != nil {
+		return nil, err
+	}
+	admin, err := load("admin")
+	if err != nil {
+		return nil, err
+	}
+	return &pki{ca: ca, admin: admin}, nil
 }

@@ -984,6 +984,54 @@ impl Applier {
         .await
     }
 
+    /// Whether a Ready pod the Service selects has a loopback address: a host-network pod on
+    /// a node whose address is 127.0.0.1 (the local real node, `hack/clusterctl/node.go`).
+    /// EndpointSlices cannot hold a loopback address (API validation refuses it), so such a
+    /// backend never shows up there; the API server still reaches it through the Service.
+    async fn serves_on_loopback(&self, namespace: &str, name: &str) -> Result<bool, ApplyError> {
+        let read_error = |kind: &str, source| ApplyError::Read {
+            object: ObjectKey {
+                group: String::new(),
+                version: "v1".to_owned(),
+                kind: kind.to_owned(),
+                namespace: Some(namespace.to_owned()),
+                name: name.to_owned(),
+            },
+            source,
+        };
+        let services: Api<k8s_openapi::api::core::v1::Service> =
+            Api::namespaced(self.observer.clone(), namespace);
+        let Some(service) = services
+            .get_opt(name)
+            .await
+            .map_err(|source| read_error("Service", source))?
+        else {
+            return Ok(false);
+        };
+        let selector = service
+            .spec
+            .and_then(|spec| spec.selector)
+            .unwrap_or_default();
+        if selector.is_empty() {
+            return Ok(false);
+        }
+        let labels = selector
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let pods: Api<DynamicObject> = Api::namespaced_with(
+            self.observer.clone(),
+            namespace,
+            &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods"),
+        );
+        let listed = pods
+            .list(&ListParams::default().labels(&labels))
+            .await
+            .map_err(|source| read_error("Pod", source))?;
+        Ok(has_ready_loopback_pod(listed.items.iter().map(|p| &p.data)))
+    }
+
     /// Waits until every Service the `admission` objects call has a ready endpoint and
     /// every Deployment of `applied` behind it is Available, reporting what it waits for.
     async fn wait_for_backends(
@@ -1031,7 +1079,9 @@ impl Applier {
                         },
                         source,
                     })?;
-                if !has_ready_endpoint(listed.items.iter().map(|s| &s.data)) {
+                if !has_ready_endpoint(listed.items.iter().map(|s| &s.data))
+                    && !self.serves_on_loopback(namespace, name).await?
+                {
                     waiting.push(format!("Service {namespace}/{name} has no ready endpoint"));
                 }
             }
@@ -1587,6 +1637,18 @@ fn has_ready_endpoint<'a>(slices: impl Iterator<Item = &'a serde_json::Value>) -
         .any(|endpoint| endpoint.pointer("/conditions/ready") != Some(&json!(false)))
 }
 
+/// Whether any of `pods` is Ready with a loopback address (see `serves_on_loopback`). Pure.
+fn has_ready_loopback_pod<'a>(pods: impl Iterator<Item = &'a serde_json::Value>) -> bool {
+    pods.filter(|pod| pod.pointer("/metadata/deletionTimestamp").is_none())
+        .filter(|pod| has_true_condition(pod, "Ready"))
+        .filter_map(|pod| {
+            pod.pointer("/status/podIP")
+                .and_then(serde_json::Value::as_str)
+        })
+        .filter_map(|ip| ip.parse::<std::net::IpAddr>().ok())
+        .any(|ip| ip.is_loopback())
+}
+
 /// Whether a Deployment reports `Available=True`. Pure.
 /// Whether an object (as JSON) has the condition `type`=True: a CRD Established, a
 /// Deployment Available. Pure.
@@ -1907,5 +1969,20 @@ mod tests {
             panic!("the scope change was not refused");
         };
         assert_eq!(violations[0].crd, "widgets.example.com");
+    }
+
+    #[test]
+    fn only_a_ready_pod_with_a_loopback_address_serves_on_loopback() {
+        let pod = |ip: &str, ready: &str| json!({"status": {"podIP": ip, "conditions": [{"type": "Ready", "status": ready}]}});
+        assert!(has_ready_loopback_pod([pod("127.0.0.1", "True")].iter()));
+        assert!(has_ready_loopback_pod(
+            [pod("10.0.0.1", "True"), pod("::1", "True")].iter()
+        ));
+        assert!(!has_ready_loopback_pod([pod("127.0.0.1", "False")].iter()));
+        assert!(!has_ready_loopback_pod([pod("10.0.0.1", "True")].iter()));
+        let mut leaving = pod("127.0.0.1", "True");
+        leaving["metadata"] = json!({"deletionTimestamp": "2026-01-01T00:00:00Z"});
+        assert!(!has_ready_loopback_pod([leaving].iter()));
+        assert!(!has_ready_loopback_pod([json!({})].iter()));
     }
 }

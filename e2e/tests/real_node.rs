@@ -1,0 +1,286 @@
+//! Installs that really run, on the local real node (`hack/cluster up --real-node`): the
+//! sample operator's pod started by containerd and the kubelet, Ready by its own probe, and
+//! its admission webhook called by the API server with the certificate this system made.
+//!
+//! "Installed" here means working: the PlatformOperator is Installed, the operator's pod is
+//! Ready on the real node, a `Memcached` it reconciles turns `Available`, and one its webhook
+//! refuses is refused with the webhook's own message.
+//!
+//! The real node exists when the host can run containers (`hack/node-runtime`). Without it
+//! these tests print why and end; with `OLMV1_REAL_NODE=1` (hack/test-integration sets it
+//! when it started a real node) its absence fails them instead.
+
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::{Duration, Instant};
+
+use e2e::{TIMEOUT, env};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
+use kube::{Api, Client, ResourceExt};
+use platform_api::PlatformOperator;
+use platform_api::conditions::{TYPE_INSTALLED, reasons};
+use serde_json::json;
+use testkit::examples::sample;
+use testkit::wait_for;
+
+/// The real node's name (hack/clusterctl/node.go).
+const REAL_NODE: &str = "localhost";
+
+/// Whether this cluster has the real node; `false` (with the reason printed) lets a test end
+/// early on hosts that cannot run containers, unless `OLMV1_REAL_NODE=1` demands one.
+async fn real_node(client: &Client) -> bool {
+    let found = Api::<Node>::all(client.clone())
+        .get_opt(REAL_NODE)
+        .await
+        .unwrap()
+        .is_some();
+    if !found {
+        assert!(
+            std::env::var("OLMV1_REAL_NODE").as_deref() != Ok("1"),
+            "OLMV1_REAL_NODE=1 but the cluster has no node {REAL_NODE}"
+        );
+        eprintln!(
+            "no real node in this cluster (hack/node-runtime says why): nothing here can run, so this test ends"
+        );
+    }
+    found
+}
+
+fn memcacheds(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("cache.example.com", "v1alpha1", "Memcached");
+    Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk(&gvk))
+}
+
+fn memcached(name: &str, size: i64) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+        "metadata": { "name": name }, "spec": { "size": size }
+    }))
+    .unwrap()
+}
+
+/// The operator's pod once it is Ready on the real node, with a container containerd runs.
+async fn operator_pod_ready(client: &Client) -> Result<Pod, String> {
+    let pods = Api::<Pod>::namespaced(client.clone(), sample::MEMCACHED_NAMESPACE)
+        .list(&ListParams::default().labels("app.kubernetes.io/name=memcached-operator"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let pod = pods
+        .items
+        .into_iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
+        .ok_or("no operator pod yet")?;
+    let spec = pod.spec.as_ref().ok_or("no spec")?;
+    if spec.node_name.as_deref() != Some(REAL_NODE) {
+        return Err(format!("scheduled to {:?}", spec.node_name));
+    }
+    let status = pod.status.as_ref().ok_or("no status")?;
+    let ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    let container = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .next()
+        .ok_or("no container status")?;
+    match (&container.container_id, ready) {
+        (Some(id), true) if id.starts_with("containerd://") => Ok(pod),
+        _ => Err(format!("not Ready: {:?}", container.state)),
+    }
+}
+
+async fn create_platform_operator(client: &Client, name: &str, range: Option<&str>) {
+    let env = env().await;
+    let mut spec = json!({ "package": { "name": sample::MEMCACHED } });
+    if let Some(range) = range {
+        spec["package"]["versionRange"] = json!(range);
+    }
+    let po = PlatformOperator {
+        metadata: env.metadata(name),
+        spec: serde_json::from_value(spec).unwrap(),
+        status: None,
+    };
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
+}
+
+async fn wait_installed(client: &Client, name: &str) {
+    wait_for(
+        &format!("PlatformOperator {name} Installed"),
+        TIMEOUT,
+        || async {
+            let po = Api::<PlatformOperator>::all(client.clone())
+                .get(name)
+                .await
+                .map_err(|e| e.to_string())?;
+            let condition = po
+                .status
+                .unwrap_or_default()
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == TYPE_INSTALLED)
+                .ok_or("no Installed condition")?;
+            if condition.status == "True" && condition.reason == reasons::INSTALL_SUCCESSFUL {
+                Ok(())
+            } else {
+                Err(format!("{}: {}", condition.reason, condition.message))
+            }
+        },
+    )
+    .await;
+}
+
+/// Deletes the PlatformOperator and waits until the operator's namespace holds no pod.
+async fn uninstall(client: &Client, name: &str) {
+    let _ = Api::<PlatformOperator>::all(client.clone())
+        .delete(name, &DeleteParams::foreground())
+        .await;
+    wait_for("the operator's pod to stop", TIMEOUT, || async {
+        let pos = Api::<PlatformOperator>::all(client.clone())
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let pods = Api::<Pod>::namespaced(client.clone(), sample::MEMCACHED_NAMESPACE)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        match (pos, pods.items.len()) {
+            (None, 0) => Ok(()),
+            (po, n) => Err(format!(
+                "PlatformOperator present: {}, pods: {n}",
+                po.is_some()
+            )),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_platform_operator_installs_an_operator_that_runs_reconciles_and_refuses_through_its_webhook()
+ {
+    let client = testkit::client().await;
+    if !real_node(&client).await {
+        return;
+    }
+    env().await;
+    let name = "memcached-operator-live";
+    let namespace = "memcached-live";
+    let began = Instant::now();
+    create_platform_operator(&client, name, None).await;
+    wait_installed(&client, name).await;
+    let installed = began.elapsed();
+
+    let pod = wait_for("the operator's pod Ready on the real node", TIMEOUT, || {
+        operator_pod_ready(&client)
+    })
+    .await;
+    let ready = began.elapsed();
+    // Host networking on the real node: the pod's address is the node's, 127.0.0.1.
+    assert_eq!(
+        pod.status.as_ref().and_then(|s| s.pod_ip.as_deref()),
+        Some("127.0.0.1")
+    );
+    let webhooks = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let webhook = webhooks
+        .items
+        .iter()
+        .find(|w| w.name_any().starts_with("vmemcached.cache.example.com"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no webhook configuration registered: {:?}",
+                webhooks
+                    .items
+                    .iter()
+                    .map(|w| w.name_any())
+                    .collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        webhook.webhooks.iter().flatten().all(|w| w
+            .client_config
+            .ca_bundle
+            .as_ref()
+            .is_some_and(|ca| !ca.0.is_empty())),
+        "every webhook carries the CA of the certificate the pod serves"
+    );
+
+    let _ = Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap(),
+        )
+        .await;
+    let api = memcacheds(&client, namespace);
+    // The first admission call may race the webhook's registration reaching the API server's
+    // cache; a refusal naming the size rule is what counts, anything else is retried.
+    api.create(&PostParams::default(), &memcached("three", 3))
+        .await
+        .unwrap();
+    let available = wait_for("Memcached three Available", TIMEOUT, || async {
+        let object = api.get("three").await.map_err(|e| e.to_string())?;
+        let conditions = object.data["status"]["conditions"].as_array().cloned();
+        match conditions
+            .unwrap_or_default()
+            .iter()
+            .find(|c| c["type"] == "Available")
+        {
+            Some(c) if c["status"] == "True" => Ok(c["message"].as_str().unwrap_or("").to_owned()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let reconciled = began.elapsed();
+    assert!(available.contains("3 instances"), "{available}");
+
+    let refused = wait_for(
+        "the webhook to refuse size -1",
+        Duration::from_secs(30),
+        || async {
+            match api
+                .create(&PostParams::default(), &memcached("minus-one", -1))
+                .await
+            {
+                Err(kube::Error::Api(status))
+                    if status.message.contains("size must be between 0 and 10") =>
+                {
+                    Ok(status.message)
+                }
+                Err(err) => Err(format!("refused, but not by the webhook: {err}")),
+                Ok(_) => {
+                    let _ = api.delete("minus-one", &DeleteParams::default()).await;
+                    Err("admitted".to_owned())
+                }
+            }
+        },
+    )
+    .await;
+    assert!(
+        refused.contains("vmemcached.cache.example.com"),
+        "{refused}"
+    );
+    eprintln!(
+        "install to working operator: PlatformOperator Installed {:.1}s, pod Ready {:.1}s, first Memcached Available {:.1}s",
+        installed.as_secs_f64(),
+        ready.as_secs_f64(),
+        reconciled.as_secs_f64()
+    );
+
+    let _ = api.delete("three", &DeleteParams::default()).await;
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(namespace, &DeleteParams::default())
+        .await;
+    uninstall(&client, name).await;
+}
