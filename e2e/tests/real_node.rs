@@ -284,3 +284,70 @@ async fn a_platform_operator_installs_an_operator_that_runs_reconciles_and_refus
         .await;
     uninstall(&client, name).await;
 }
+
+/// A bundle whose operator cannot start: its image is on a registry port nothing listens on.
+/// The webhook it serves must stay unregistered (a `failurePolicy: Fail` webhook without its
+/// server would refuse every Pod), and the status must name the pod and why it is not Ready.
+#[tokio::test]
+async fn an_operator_that_never_becomes_ready_keeps_its_webhook_back_and_the_status_names_its_pod()
+{
+    let client = testkit::client().await;
+    if !real_node(&client).await {
+        return;
+    }
+    let stack = env().await.stack().expect("runs with the local stack");
+    let name = testkit::unique_name("never-ready");
+    let namespace = name.clone();
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: server\n  namespace: {namespace}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: server}}\n  template:\n    metadata:\n      labels: {{app: server}}\n    spec:\n      hostNetwork: true\n      containers:\n      - name: server\n        image: 127.0.0.1:1/nowhere/server:v1\n"
+    );
+    let service = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: server\n  namespace: {namespace}\nspec:\n  selector: {{app: server}}\n  ports:\n  - port: 443\n    targetPort: 19999\n"
+    );
+    let webhook = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: {name}\nwebhooks:\n- name: pods.{name}.example.com\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  failurePolicy: Fail\n  clientConfig:\n    service: {{namespace: {namespace}, name: server, path: /validate}}\n  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n    resources: [configmaps]\n  namespaceSelector:\n    matchLabels: {{kubernetes.io/metadata.name: {namespace}}}\n"
+    );
+    let files = [
+        ("00-ns.yaml".to_owned(), e2e::namespace_manifest(&namespace)),
+        ("01-deployment.yaml".to_owned(), deployment),
+        ("02-service.yaml".to_owned(), service),
+        ("03-webhook.yaml".to_owned(), webhook),
+    ];
+    let source = e2e::bundle_config_map(&client, stack, &name, &files).await;
+    let bd = e2e::plain_deployment(stack, &name, source);
+    let bds: Api<rukpak_api::BundleDeployment> = Api::all(client.clone());
+    bds.create(&PostParams::default(), &bd).await.unwrap();
+
+    let message = wait_for(
+        "the status to name the pod that cannot start",
+        TIMEOUT,
+        || async {
+            let bd = bds.get(&name).await.map_err(|e| e.to_string())?;
+            let messages: Vec<String> = bd
+                .status
+                .iter()
+                .flat_map(|s| s.conditions.iter())
+                .map(|c| c.message.clone())
+                .collect();
+            messages
+                .into_iter()
+                .find(|m| m.contains("pod server-") && m.contains("container server"))
+                .ok_or_else(|| format!("{:?}", bd.status))
+        },
+    )
+    .await;
+    assert!(
+        message.contains("cannot pull its image 127.0.0.1:1/nowhere/server:v1"),
+        "{message}"
+    );
+    eprintln!("status while the operator cannot start: {message}");
+    let registered = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .get_opt(&name)
+        .await
+        .unwrap();
+    assert!(
+        registered.is_none(),
+        "the webhook was registered without its server"
+    );
+    let _ = bds.delete(&name, &DeleteParams::default()).await;
+}

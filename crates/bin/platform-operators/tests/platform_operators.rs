@@ -1078,7 +1078,7 @@ fn unsafe_bundle() -> Vec<u8> {
     let read = |path: &str| std::fs::read_to_string(dir.join(path)).unwrap();
     let crd = read("manifests/memcacheds.cache.example.com.crd.yaml");
     let without_size = crd.replace(
-        "            properties:\n              size:\n                description: How many replicas to run.\n                type: integer\n                minimum: 0\n",
+        "            properties:\n              size:\n                description: How many replicas to run, 0 to 10 (the operator's webhook checks it).\n                type: integer\n",
         "",
     );
     assert_ne!(

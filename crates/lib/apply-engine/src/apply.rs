@@ -161,6 +161,11 @@ pub struct ApplyRequest {
     /// Objects the caller read moments ago and found missing (the install namespace): not
     /// read again.
     pub absent: Vec<ObjectKey>,
+    /// This revision is installed already and the apply repairs drift. Then a phase whose
+    /// objects are all live and unchanged is not held back by the probes before it: holding
+    /// back what is already there protects nothing, and would report an installed revision as
+    /// failing to install when, say, its Deployment loses a pod (its health says that).
+    pub installed_already: bool,
 }
 
 /// What an apply did.
@@ -572,9 +577,13 @@ impl Applier {
             if items.is_empty() {
                 continue;
             }
-            if let Some(wait) = self
-                .gate(phase, &written, &report.after_write, &request.health_checks)
-                .await?
+            let unchanged = items
+                .iter()
+                .all(|item| !needs_write(item, live.get(&item.key)));
+            if !(request.installed_already && unchanged)
+                && let Some(wait) = self
+                    .gate(phase, &written, &report.after_write, &request.health_checks)
+                    .await?
             {
                 report.inventory = inventory_while_waiting(&written, &request.previous_inventory);
                 sort_for_apply(&mut skipped, |k| k);
@@ -948,11 +957,24 @@ impl Applier {
                     object: item.key.clone(),
                     source,
                 })?;
-            let verdict = match live {
-                Some(live) => judge(checks, &serde_json::to_value(&live).unwrap_or_default()),
+            let verdict = match &live {
+                Some(live) => judge(checks, &serde_json::to_value(live).unwrap_or_default()),
                 None => Health::Progressing("not found yet".to_owned()),
             };
             if !verdict.is_healthy() {
+                // A Deployment's own status says how many replicas are missing, not why: name
+                // a pod and what keeps it from Ready.
+                let verdict = match (&live, &verdict) {
+                    (Some(live), Health::Progressing(message) | Health::Unhealthy(message))
+                        if item.key.group == "apps" && item.key.kind == "Deployment" =>
+                    {
+                        match self.why_pods_are_not_ready(item, live).await {
+                            Some(why) => verdict.with_message(format!("{message} ({why})")),
+                            None => verdict,
+                        }
+                    }
+                    _ => verdict,
+                };
                 objects.push((item.key.clone(), verdict));
             }
         }
@@ -1032,6 +1054,38 @@ impl Applier {
         Ok(has_ready_loopback_pod(listed.items.iter().map(|p| &p.data)))
     }
 
+    /// What keeps a Deployment's pods from Ready, in the kubelet's words (a container
+    /// waiting in `CrashLoopBackOff` or `ImagePullBackOff`, a pod not scheduled), so the
+    /// status names the pod an administrator should look at. `None` when the pods cannot be
+    /// read or show nothing more than "not ready yet".
+    async fn why_pods_are_not_ready(
+        &self,
+        deployment: &Resolved,
+        live: &DynamicObject,
+    ) -> Option<String> {
+        let labels = live
+            .data
+            .pointer("/spec/selector/matchLabels")?
+            .as_object()?
+            .iter()
+            .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let pods: Api<DynamicObject> = Api::namespaced_with(
+            self.observer.clone(),
+            deployment.key.namespace.as_deref()?,
+            &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods"),
+        );
+        let listed = pods
+            .list(&ListParams::default().labels(&labels))
+            .await
+            .ok()?;
+        listed.items.iter().find_map(|pod| {
+            describe_unready_pod(&pod.data)
+                .map(|why| format!("pod {}: {why}", kube::ResourceExt::name_any(pod)))
+        })
+    }
+
     /// Waits until every Service the `admission` objects call has a ready endpoint and
     /// every Deployment of `applied` behind it is Available, reporting what it waits for.
     async fn wait_for_backends(
@@ -1102,7 +1156,14 @@ impl Applier {
                     .as_ref()
                     .is_some_and(|d| has_true_condition(&d.data, "Available"))
                 {
-                    waiting.push(format!("{} is not Available", deployment.key));
+                    let why = match &live {
+                        Some(live) => self.why_pods_are_not_ready(deployment, live).await,
+                        None => None,
+                    };
+                    waiting.push(match why {
+                        Some(why) => format!("{} is not Available ({why})", deployment.key),
+                        None => format!("{} is not Available", deployment.key),
+                    });
                 }
             }
             if waiting.is_empty() {
@@ -1637,6 +1698,75 @@ fn has_ready_endpoint<'a>(slices: impl Iterator<Item = &'a serde_json::Value>) -
         .any(|endpoint| endpoint.pointer("/conditions/ready") != Some(&json!(false)))
 }
 
+/// Why one pod is not Ready, when its status says more than "starting": a container
+/// waiting for a reason other than `ContainerCreating`, a container that last ended with an
+/// error, or the scheduler's reason it has no node. Pure.
+fn describe_unready_pod(pod: &serde_json::Value) -> Option<String> {
+    if has_true_condition(pod, "Ready") {
+        return None;
+    }
+    let text = |value: &serde_json::Value, key: &str| {
+        value
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let statuses = ["/status/initContainerStatuses", "/status/containerStatuses"]
+        .iter()
+        .filter_map(|path| pod.pointer(path).and_then(serde_json::Value::as_array))
+        .flatten();
+    for container in statuses {
+        let name = text(container, "name");
+        let exit = container
+            .pointer("/lastState/terminated")
+            .and_then(|ended| Some((ended.get("exitCode")?.as_i64()?, text(ended, "reason"))))
+            .filter(|(code, _)| *code != 0);
+        if let Some(waiting) = container.pointer("/state/waiting") {
+            let reason = text(waiting, "reason");
+            // The back-off message counts up ("back-off 40s ..."): leave it out, so a pod that
+            // keeps crashing the same way does not rewrite the status each time.
+            if reason == "CrashLoopBackOff" {
+                return Some(match exit {
+                    Some((code, why)) => {
+                        format!(
+                            "container {name} is in CrashLoopBackOff, last exit code {code} ({why})"
+                        )
+                    }
+                    None => format!("container {name} is in CrashLoopBackOff"),
+                });
+            }
+            // The kubelet alternates these two while it backs off: one sentence for both.
+            if reason == "ErrImagePull" || reason == "ImagePullBackOff" {
+                return Some(format!(
+                    "container {name} cannot pull its image {} ({reason}; the pod's events give the registry's answer)",
+                    text(container, "image")
+                ));
+            }
+            if !reason.is_empty() && reason != "ContainerCreating" && reason != "PodInitializing" {
+                let message = text(waiting, "message");
+                return Some(if message.is_empty() {
+                    format!("container {name} is waiting: {reason}")
+                } else {
+                    format!("container {name} is waiting: {reason}: {message}")
+                });
+            }
+        }
+        if let Some((code, why)) = exit {
+            return Some(format!("container {name} exited with code {code} ({why})"));
+        }
+    }
+    pod.pointer("/status/conditions")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|c| {
+            c.get("type") == Some(&json!("PodScheduled"))
+                && c.get("status") == Some(&json!("False"))
+        })
+        .map(|c| format!("not scheduled: {}", text(c, "message")))
+}
+
 /// Whether any of `pods` is Ready with a loopback address (see `serves_on_loopback`). Pure.
 fn has_ready_loopback_pod<'a>(pods: impl Iterator<Item = &'a serde_json::Value>) -> bool {
     pods.filter(|pod| pod.pointer("/metadata/deletionTimestamp").is_none())
@@ -1889,6 +2019,7 @@ mod tests {
                 .collect(),
             health_checks: std::sync::Arc::default(),
             absent: Vec::new(),
+            installed_already: false,
         };
         let applied = [config.key.clone()];
         assert!(admission_prunes(&request(&[&webhook, &config]), &applied));
@@ -1984,5 +2115,53 @@ mod tests {
         leaving["metadata"] = json!({"deletionTimestamp": "2026-01-01T00:00:00Z"});
         assert!(!has_ready_loopback_pod([leaving].iter()));
         assert!(!has_ready_loopback_pod([json!({})].iter()));
+    }
+
+    #[test]
+    fn an_unready_pod_is_described_in_the_kubelets_words() {
+        let crashing = json!({"status": {
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{"name": "manager",
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}});
+        assert_eq!(
+            describe_unready_pod(&crashing).as_deref(),
+            Some("container manager is in CrashLoopBackOff, last exit code 1 (Error)")
+        );
+        let pulling = |reason: &str| {
+            json!({"status": {"containerStatuses": [{"name": "manager",
+            "image": "example.com/op:v1", "state": {"waiting": {"reason": reason, "message": "not found"}}}]}})
+        };
+        assert_eq!(
+            describe_unready_pod(&pulling("ErrImagePull")).as_deref(),
+            Some(
+                "container manager cannot pull its image example.com/op:v1 (ErrImagePull; the pod's events give the registry's answer)"
+            )
+        );
+        let config = json!({"status": {"containerStatuses": [{"name": "manager",
+            "state": {"waiting": {"reason": "CreateContainerConfigError", "message": "secret \"creds\" not found"}}}]}});
+        assert_eq!(
+            describe_unready_pod(&config).as_deref(),
+            Some(
+                "container manager is waiting: CreateContainerConfigError: secret \"creds\" not found"
+            )
+        );
+        let restarted = json!({"status": {"containerStatuses": [{"name": "manager",
+            "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 2, "reason": "Error"}}}]}});
+        assert_eq!(
+            describe_unready_pod(&restarted).as_deref(),
+            Some("container manager exited with code 2 (Error)")
+        );
+        let unscheduled = json!({"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+            "message": "0/2 nodes are available"}]}});
+        assert_eq!(
+            describe_unready_pod(&unscheduled).as_deref(),
+            Some("not scheduled: 0/2 nodes are available")
+        );
+        let starting = json!({"status": {"containerStatuses": [{"name": "manager",
+            "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(describe_unready_pod(&starting), None);
+        let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        assert_eq!(describe_unready_pod(&ready), None);
     }
 }

@@ -922,6 +922,7 @@ async fn review_pending<F: BundleFormat>(
                 previous_inventory: current.inventory.clone(),
                 health_checks: checks.clone(),
                 absent,
+                installed_already: false,
             })
             .await
             .map_err(|err| error_chain(&err))
@@ -1034,6 +1035,7 @@ async fn apply_bundle<F: BundleFormat>(
         previous_inventory: current.inventory.clone(),
         health_checks: checks.clone(),
         absent,
+        installed_already: crate::status::installed_already(current, &bundle),
     };
     let applied = if shows_progress(current, &bundle, deployment.meta().generation) {
         apply_showing_progress(

@@ -60,6 +60,15 @@ impl Health {
         }
     }
 
+    /// The same verdict with another message (a healthy verdict has none and stays as it is).
+    pub fn with_message(&self, message: String) -> Health {
+        match self {
+            Health::Healthy => Health::Healthy,
+            Health::Progressing(_) => Health::Progressing(message),
+            Health::Unhealthy(_) => Health::Unhealthy(message),
+        }
+    }
+
     /// Ordering key for aggregation: the worse verdict sorts first.
     fn severity(&self) -> u8 {
         match self {

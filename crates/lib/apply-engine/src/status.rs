@@ -574,14 +574,20 @@ pub fn shows_progress(
     bundle: &str,
     generation: Option<i64>,
 ) -> bool {
-    let installed = kit::conditions::find(&current.conditions, TYPE_INSTALLED)
-        .is_some_and(|c| c.status == status::TRUE);
-    if installed && current.active_bundle.as_deref() == Some(bundle) {
+    if installed_already(current, bundle) {
         return false;
     }
     let stalled = kit::conditions::find(&current.conditions, TYPE_PROGRESSING)
         .is_some_and(|c| c.reason == STALLED && c.observed_generation == generation);
     !stalled
+}
+
+/// Whether `bundle` is the revision installed (`Installed=True` for it): an apply of it
+/// repairs drift rather than installs. Pure.
+pub fn installed_already(current: &BundleDeploymentStatus, bundle: &str) -> bool {
+    kit::conditions::find(&current.conditions, TYPE_INSTALLED)
+        .is_some_and(|c| c.status == status::TRUE)
+        && current.active_bundle.as_deref() == Some(bundle)
 }
 
 #[cfg(test)]
