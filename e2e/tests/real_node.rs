@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use e2e::{TIMEOUT, env};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
 };
@@ -28,28 +28,9 @@ use serde_json::json;
 use testkit::examples::sample;
 use testkit::wait_for;
 
-/// The real node's name (hack/clusterctl/node.go).
-const REAL_NODE: &str = "localhost";
-
-/// Whether this cluster has the real node; `false` (with the reason printed) lets a test end
-/// early on hosts that cannot run containers, unless `OLMV1_REAL_NODE=1` demands one.
-async fn real_node(client: &Client) -> bool {
-    let found = Api::<Node>::all(client.clone())
-        .get_opt(REAL_NODE)
-        .await
-        .unwrap()
-        .is_some();
-    if !found {
-        assert!(
-            std::env::var("OLMV1_REAL_NODE").as_deref() != Ok("1"),
-            "OLMV1_REAL_NODE=1 but the cluster has no node {REAL_NODE}"
-        );
-        eprintln!(
-            "no real node in this cluster (hack/node-runtime says why): nothing here can run, so this test ends"
-        );
-    }
-    found
-}
+/// The tests that install the sample operator run one at a time: it is one package, and its
+/// host-network pod holds its ports on the node.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn memcacheds(client: &Client, namespace: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("cache.example.com", "v1alpha1", "Memcached");
@@ -76,7 +57,7 @@ async fn operator_pod_ready(client: &Client) -> Result<Pod, String> {
         .find(|p| p.metadata.deletion_timestamp.is_none())
         .ok_or("no operator pod yet")?;
     let spec = pod.spec.as_ref().ok_or("no spec")?;
-    if spec.node_name.as_deref() != Some(REAL_NODE) {
+    if spec.node_name.as_deref() != Some(e2e::REAL_NODE) {
         return Err(format!("scheduled to {:?}", spec.node_name));
     }
     let status = pod.status.as_ref().ok_or("no status")?;
@@ -168,8 +149,9 @@ async fn uninstall(client: &Client, name: &str) {
 #[tokio::test]
 async fn a_platform_operator_installs_an_operator_that_runs_reconciles_and_refuses_through_its_webhook()
  {
+    let _serial = SERIAL.lock().await;
     let client = testkit::client().await;
-    if !real_node(&client).await {
+    if !e2e::real_node(&client).await {
         return;
     }
     env().await;
@@ -292,7 +274,7 @@ async fn a_platform_operator_installs_an_operator_that_runs_reconciles_and_refus
 async fn an_operator_that_never_becomes_ready_keeps_its_webhook_back_and_the_status_names_its_pod()
 {
     let client = testkit::client().await;
-    if !real_node(&client).await {
+    if !e2e::real_node(&client).await {
         return;
     }
     let stack = env().await.stack().expect("runs with the local stack");
@@ -350,4 +332,74 @@ async fn an_operator_that_never_becomes_ready_keeps_its_webhook_back_and_the_sta
         "the webhook was registered without its server"
     );
     let _ = bds.delete(&name, &DeleteParams::default()).await;
+}
+
+/// Uninstalling removes the webhook configuration before the Deployment that serves it: a
+/// client that keeps creating `Memcached` objects (dry runs, which the webhook is called for
+/// all the same) while the operator goes away sees each call admitted by the webhook, or
+/// made with no webhook at all, and never a call to a webhook whose server is gone.
+#[tokio::test]
+async fn uninstalling_removes_the_webhook_before_its_server_and_no_admission_call_fails() {
+    let _serial = SERIAL.lock().await;
+    let client = testkit::client().await;
+    if !e2e::real_node(&client).await {
+        return;
+    }
+    env().await;
+    let name = "memcached-operator-uninstall";
+    create_platform_operator(&client, name, None).await;
+    wait_installed(&client, name).await;
+    wait_for("the operator's pod Ready on the real node", TIMEOUT, || {
+        operator_pod_ready(&client)
+    })
+    .await;
+    let api = memcacheds(&client, "default");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    // The webhook's registration reaches the API server's cache moments after it is written.
+    wait_for("the webhook to answer", Duration::from_secs(30), || async {
+        match api.create(&dry_run, &memcached("probe", -1)).await {
+            Err(kube::Error::Api(s)) if s.message.contains("size must be between") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    let deleting = {
+        let client = client.clone();
+        tokio::spawn(async move { uninstall(&client, name).await })
+    };
+    let (mut admitted, mut failed) = (0, Vec::new());
+    while !deleting.is_finished() {
+        match api
+            .create(&dry_run, &memcached("during-uninstall", 3))
+            .await
+        {
+            Ok(_) => admitted += 1,
+            // The CRD itself goes at the end (no Memcached holds data): refused as terminating,
+            // then not found. The API going away is not an admission call failing.
+            Err(kube::Error::Api(s))
+                if s.code == 404
+                    || (s.code == 403
+                        && s.message
+                            .contains("custom resource definition is terminating")) => {}
+            Err(err) => failed.push(err.to_string()),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    deleting.await.unwrap();
+    eprintln!(
+        "admission calls during the uninstall: {admitted} admitted, {} failed",
+        failed.len()
+    );
+    assert!(
+        admitted > 0,
+        "the loop made no call while the operator was being removed"
+    );
+    assert!(
+        failed.is_empty(),
+        "admission calls failed during the uninstall: {failed:?}"
+    );
 }

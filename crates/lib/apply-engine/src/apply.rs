@@ -1739,7 +1739,7 @@ fn describe_unready_pod(pod: &serde_json::Value) -> Option<String> {
             // The kubelet alternates these two while it backs off: one sentence for both.
             if reason == "ErrImagePull" || reason == "ImagePullBackOff" {
                 return Some(format!(
-                    "container {name} cannot pull its image {} ({reason}; the pod's events give the registry's answer)",
+                    "container {name} cannot pull its image {} (the pod's events give the registry's answer)",
                     text(container, "image")
                 ));
             }
@@ -2135,8 +2135,13 @@ mod tests {
         assert_eq!(
             describe_unready_pod(&pulling("ErrImagePull")).as_deref(),
             Some(
-                "container manager cannot pull its image example.com/op:v1 (ErrImagePull; the pod's events give the registry's answer)"
+                "container manager cannot pull its image example.com/op:v1 (the pod's events give the registry's answer)"
             )
+        );
+        assert_eq!(
+            describe_unready_pod(&pulling("ImagePullBackOff")),
+            describe_unready_pod(&pulling("ErrImagePull")),
+            "the kubelet's back-off must not rewrite the status"
         );
         let config = json!({"status": {"containerStatuses": [{"name": "manager",
             "state": {"waiting": {"reason": "CreateContainerConfigError", "message": "secret \"creds\" not found"}}}]}});
