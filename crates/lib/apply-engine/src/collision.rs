@@ -80,17 +80,23 @@ fn decide_child(owner: &str, author: Option<&str>, existing: &ObjectMeta) -> Opt
     if labelled == Some(owner) && (created_by.is_none() || created_by == author) {
         return None;
     }
-    let creator = match (created_by, labelled) {
-        (Some(user), _) => format!("was created by user \"{user}\""),
-        (None, Some(other)) => format!("is managed by BundleDeployment {other}"),
-        (None, None) => "is not managed by this BundleDeployment".to_owned(),
-    };
     let writer = author.map_or_else(
         || "this BundleDeployment's identity".to_owned(),
         |user| format!("\"{user}\", the identity this BundleDeployment applies as"),
     );
+    let why = match (created_by, labelled) {
+        (Some(user), _) if created_by != author => {
+            format!("was created by user \"{user}\", not by {writer}")
+        }
+        // Created by this identity, but for another wrapper: naming the creator would read
+        // "created by X, not by X".
+        (Some(_), Some(other)) => format!("is managed by BundleDeployment {other}"),
+        (None, Some(other)) => format!("is managed by BundleDeployment {other}, not by {writer}"),
+        (Some(_), None) => "is not managed by this BundleDeployment".to_owned(),
+        (None, None) => format!("is not managed by this BundleDeployment, not by {writer}"),
+    };
     Some(format!(
-        "{creator}, not by {writer}; a BundleDeployment never takes over another one (delete or rename it)"
+        "{why}; a BundleDeployment never takes over another one (delete or rename it)"
     ))
 }
 
@@ -339,5 +345,24 @@ mod tests {
                 .is_some()
             );
         }
+    }
+
+    #[test]
+    fn a_child_of_another_wrapper_made_by_the_same_identity_names_that_wrapper() {
+        let me = "system:serviceaccount:rukpak-system:plain-provisioner";
+        let taken = check(
+            "wrapper",
+            Some(me),
+            CollisionProtection::IfNoController,
+            &child_key(),
+            &child("other-wrapper", Some(me)),
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            taken.contains("is managed by BundleDeployment other-wrapper;"),
+            "{taken}"
+        );
+        assert!(!taken.contains("was created by"), "{taken}");
     }
 }
