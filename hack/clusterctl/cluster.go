@@ -25,6 +25,8 @@ const (
 	// serviceIP is the first address of serviceCIDR: the `kubernetes` Service.
 	serviceIP = "10.96.0.1"
 	nodeName  = "kwok-node-0"
+	// simulatedNodeIP is the simulated node's InternalIP (see kwok's --node-ip below).
+	simulatedNodeIP = "192.0.2.1"
 )
 
 // controlPlane are the components every cluster runs, in start order; `down` stops them in
@@ -247,6 +249,12 @@ func (c *cluster) start(timeout time.Duration) error {
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--server-address=127.0.0.1:" + strconv.Itoa(c.ports.Kwok),
 			"--node-lease-duration-seconds=40",
+			// The simulated node needs an address: a host-network Pod takes its node's
+			// address as its own, and without one its Service has no endpoints, so a
+			// webhook it serves never counts as ready. 192.0.2.1 is TEST-NET-1 (RFC 5737),
+			// reserved for documentation and never routed; nothing dials it anyway, as the
+			// egress proxy refuses every address that is not loopback.
+			"--node-ip=" + simulatedNodeIP,
 		}},
 	} {
 		if err := c.spawn(comp.name, comp.args...); err != nil {
