@@ -30,8 +30,8 @@ fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 /// `scheme://***@host`) and without the ports of socket addresses outside URLs
 /// (`connect to 10.0.0.7:41234 failed` becomes `connect to 10.0.0.7 failed`): client
 /// errors quote ephemeral `ip:port` pairs, which would make every identical failure a new
-/// message, rewrite status and re-emit Events. Addresses inside a URL the user wrote are
-/// kept as written.
+/// message, rewrite status and re-emit Events. Addresses inside a URL, or followed by a
+/// path as an image reference's registry is, are what the user wrote and kept as written.
 pub fn scrub(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -79,7 +79,10 @@ fn socket_address(text: &str) -> Option<(&str, usize)> {
         .chars()
         .take_while(char::is_ascii_digit)
         .count();
-    (digits > 0).then_some((address, colon + 1 + digits))
+    let len = colon + 1 + digits;
+    // `host:port/path` is a reference someone wrote (an image's registry), not an
+    // ephemeral socket address: keep it as written.
+    (digits > 0 && !text[len..].starts_with('/')).then_some((address, len))
 }
 
 /// What one link of a chain says, or `None` when the next link says it better. kube's
@@ -149,6 +152,10 @@ mod tests {
         assert_eq!(
             scrub("failed to download http://127.0.0.1:39123/b.tgz: status 404"),
             "failed to download http://127.0.0.1:39123/b.tgz: status 404"
+        );
+        assert_eq!(
+            scrub("failed to unpack image 127.0.0.1:5000/team/catalog:v1: not found"),
+            "failed to unpack image 127.0.0.1:5000/team/catalog:v1: not found"
         );
         assert_eq!(
             scrub("at 12:30:45 version 1.2.3.4"),
