@@ -117,7 +117,7 @@ async fn run(options: Options) -> Result<(), Error> {
             (status, [("content-type", "application/json")], body)
         }),
     );
-    let listener = tls::TlsListener::new(webhook, certificates);
+    let listener = tls::TlsListener::new(webhook, certificates)?;
 
     started.store(true, Ordering::Relaxed);
     tokio::select! {

@@ -26,6 +26,10 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
+    /// rustls refused the server configuration (the crypto provider lacks the default
+    /// protocol versions).
+    #[error("cannot configure TLS: {0}")]
+    Config(#[from] rustls::Error),
 }
 
 /// The certificate in `<dir>/tls.crt` and `<dir>/tls.key`, reloaded when `tls.crt` changes.
@@ -107,32 +111,18 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Serves `certificate` on `tcp`.
-    pub fn new(tcp: TcpListener, certificate: Arc<ReloadingCertificate>) -> Self {
+    pub fn new(tcp: TcpListener, certificate: Arc<ReloadingCertificate>) -> Result<Self, Error> {
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
-        .with_safe_default_protocol_versions()
-        .map(|builder| {
-            builder
-                .with_no_client_auth()
-                .with_cert_resolver(certificate)
-        });
-        let config = match config {
-            Ok(config) => config,
-            // The ring provider supports the default versions; this cannot fail at runtime.
-            Err(err) => unreachable_config(err),
-        };
-        Self {
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(certificate);
+        Ok(Self {
             tcp,
             acceptor: TlsAcceptor::from(Arc::new(config)),
-        }
+        })
     }
-}
-
-#[cold]
-fn unreachable_config(err: rustls::Error) -> rustls::ServerConfig {
-    tracing::error!("TLS configuration refused: {err}");
-    std::process::exit(1)
 }
 
 impl axum::serve::Listener for TlsListener {

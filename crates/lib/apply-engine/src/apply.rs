@@ -1107,6 +1107,9 @@ impl Applier {
         });
         let deadline = tokio::time::Instant::now() + self.backend_timeout;
         loop {
+            // Only the last pass says why pods are not ready: that takes a list of pods
+            // per Deployment, which a pass every 500 ms should not cost.
+            let last_pass = tokio::time::Instant::now() > deadline;
             let mut waiting = Vec::new();
             for (namespace, name) in &services {
                 let slices: Api<DynamicObject> = Api::namespaced_with(
@@ -1157,8 +1160,10 @@ impl Applier {
                     .is_some_and(|d| has_true_condition(&d.data, "Available"))
                 {
                     let why = match &live {
-                        Some(live) => self.why_pods_are_not_ready(deployment, live).await,
-                        None => None,
+                        Some(live) if last_pass => {
+                            self.why_pods_are_not_ready(deployment, live).await
+                        }
+                        _ => None,
                     };
                     waiting.push(match why {
                         Some(why) => format!("{} is not Available ({why})", deployment.key),
@@ -1169,7 +1174,7 @@ impl Applier {
             if waiting.is_empty() {
                 return Ok(());
             }
-            if tokio::time::Instant::now() > deadline {
+            if last_pass {
                 return Err(ApplyError::BackendsNotReady {
                     waiting,
                     timeout: self.backend_timeout,
