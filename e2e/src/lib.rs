@@ -11,6 +11,8 @@
 //! This is test support: it panics with a message instead of returning errors.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod sample_operator;
+
 use std::process::Command;
 use std::time::Duration;
 
@@ -75,7 +77,8 @@ impl Env {
     }
 }
 
-fn deployed_namespace(component: Component) -> &'static str {
+/// The namespace `component` is deployed to (deploy/).
+pub fn deployed_namespace(component: Component) -> &'static str {
     match component {
         Component::DeppyResolver => "deppy-system",
         Component::PlatformOperators => "platform-operators-system",
