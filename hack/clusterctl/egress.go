@@ -217,16 +217,16 @@ func (t *serviceTable) serve(conn net.Conn, logf func(string, ...any)) {
 	if _, err := fmt.Fprintf(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
+	// The tunnel ends when either side ends, closing both (the deferred Closes). Waiting for
+	// both would keep the API server's end open after a webhook's server has gone (its pod
+	// replaced): the API server would keep the connection in its pool, write its next call
+	// into it and wait for an answer until its timeout, instead of dialling the new server.
 	done := make(chan struct{}, 2)
 	go func() {
 		// Bytes the API server sent after its CONNECT line are already buffered.
 		_, _ = io.Copy(upstream, reader)
-		if tcp, ok := upstream.(*net.TCPConn); ok {
-			_ = tcp.CloseWrite()
-		}
 		done <- struct{}{}
 	}()
 	go func() { _, _ = io.Copy(conn, upstream); done <- struct{}{} }()
-	<-done
 	<-done
 }
