@@ -21,7 +21,7 @@ use crate::health::Health;
 use crate::health_checks::{CompiledChecks, judge};
 use crate::kinds::KindCache;
 use crate::object::{ObjectKey, owner_labels, owning_bundle_deployment};
-use crate::phase::{ApplyStep, Phase, phase_of, sort_for_apply};
+use crate::phase::{ApplyStep, Phase, is_crd, phase_of, sort_for_apply, sort_for_delete};
 use crate::prune::{PRUNE_ANNOTATION, PRUNE_DISABLED, stale};
 use crate::subset::{as_stored, is_subset};
 
@@ -467,8 +467,7 @@ impl Applier {
             .iter()
             .filter(|key| !recorded.iter().any(|r| r.same_object(key)))
             .collect();
-        sort_for_apply(&mut undo, |k| k);
-        undo.reverse();
+        sort_for_delete(&mut undo, |k| k);
         for key in undo {
             match self.remove(&request.owner, key).await {
                 Ok(Removal::Kept(reason)) => {
@@ -1214,8 +1213,8 @@ impl Applier {
         }
     }
 
-    /// Deletes every object of `inventory` that `owner` still manages, in reverse apply
-    /// order, keeping CRDs that still have custom resources and namespaces that hold
+    /// Deletes every object of `inventory` that `owner` still manages, in delete order
+    /// ([`sort_for_delete`]), keeping CRDs that still have custom resources and namespaces that hold
     /// anything else (both orphaned: their owner labels are removed).
     pub async fn delete_all(
         &self,
@@ -1223,8 +1222,7 @@ impl Applier {
         inventory: &[InventoryEntry],
     ) -> Result<DeleteReport, ApplyError> {
         let mut keys: Vec<ObjectKey> = inventory.iter().map(ObjectKey::from).collect();
-        sort_for_apply(&mut keys, |k| k);
-        keys.reverse();
+        sort_for_delete(&mut keys, |k| k);
         let mut report = DeleteReport::default();
         for key in keys {
             match self.remove(owner, &key).await? {
@@ -1819,10 +1817,6 @@ fn inventory_while_waiting(
     }
     sort_for_apply(&mut keys, |k| k);
     keys.iter().map(InventoryEntry::from).collect()
-}
-
-fn is_crd(key: &ObjectKey) -> bool {
-    key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"
 }
 
 fn crd_key(name: &str) -> ObjectKey {

@@ -168,6 +168,31 @@ pub fn sort_for_apply<T>(items: &mut [T], key: impl Fn(&T) -> &ObjectKey) {
     });
 }
 
+/// Sorts objects into delete order: the reverse of apply order, except that
+/// CustomResourceDefinitions go right after the admission phase, before the workloads. A
+/// CRD's conversion webhook is served by the bundle's own workload; deleted first, the
+/// server would be gone while the API server still calls it for every read and write of
+/// the CRD's other versions. Only CRDs without custom resources are deleted, so the
+/// workloads need nothing from them.
+pub fn sort_for_delete<T>(items: &mut [T], key: impl Fn(&T) -> &ObjectKey) {
+    sort_for_apply(items, &key);
+    items.reverse();
+    // Stable: everything else keeps its reverse apply order.
+    items.sort_by_key(|item| {
+        let key = key(item);
+        match (phase_of(key), is_crd(key)) {
+            (Phase::Admission, _) => 0,
+            (_, true) => 1,
+            _ => 2,
+        }
+    });
+}
+
+/// Whether `key` names a CustomResourceDefinition.
+pub(crate) fn is_crd(key: &ObjectKey) -> bool {
+    key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +205,35 @@ mod tests {
             namespace: None,
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn deletion_removes_webhooks_then_crds_then_the_rest_in_reverse_ending_with_namespaces() {
+        let mut keys = vec![
+            key("", "Namespace", "ns"),
+            key("apiextensions.k8s.io", "CustomResourceDefinition", "crd"),
+            key("", "ServiceAccount", "sa"),
+            key("", "Service", "svc"),
+            key("apps", "Deployment", "operator"),
+            key(
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration",
+                "hook",
+            ),
+        ];
+        sort_for_delete(&mut keys, |k| k);
+        let kinds: Vec<&str> = keys.iter().map(|k| k.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ValidatingWebhookConfiguration",
+                "CustomResourceDefinition",
+                "Deployment",
+                "Service",
+                "ServiceAccount",
+                "Namespace"
+            ]
+        );
     }
 
     #[test]
