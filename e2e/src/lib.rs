@@ -431,27 +431,4 @@ pub fn namespace_manifest(name: &str) -> String {
     format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
 }
 
-/// The real node's name (`hack/clusterctl/node.go`): containerd and a kubelet, where
-/// host-network pods really run.
-pub const REAL_NODE: &str = "localhost";
-
-/// Whether this cluster has the real node. Without it (a host that cannot run containers)
-/// this prints that what needs running pods is left out, unless `OLMV1_REAL_NODE=1`
-/// (`hack/test-integration` sets it when it started one) demands the node: then it fails.
-pub async fn real_node(client: &kube::Client) -> bool {
-    let found = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
-        .get_opt(REAL_NODE)
-        .await
-        .unwrap()
-        .is_some();
-    if !found {
-        assert!(
-            std::env::var("OLMV1_REAL_NODE").as_deref() != Ok("1"),
-            "OLMV1_REAL_NODE=1 but the cluster has no node {REAL_NODE}"
-        );
-        eprintln!(
-            "no real node in this cluster (hack/node-runtime says why): what needs a running operator is left out"
-        );
-    }
-    found
-}
+pub use testkit::{REAL_NODE, real_node};

@@ -17,14 +17,20 @@ use std::time::{Duration, Instant};
 
 use e2e::sample_operator::{
     create_platform_operator, memcached, memcacheds, operator_pod_ready, uninstall, wait_installed,
+    webhook_refusal,
 };
 use e2e::{TIMEOUT, env};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::Api;
-use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    PostParams,
+};
+use kube::{Api, Client, ResourceExt};
+use platform_api::PlatformOperator;
 use serde_json::json;
+use testkit::examples::sample;
+use testkit::stack::{Component, Stack};
 use testkit::wait_for;
 
 /// The tests that install the sample operator run one at a time: it is one package, and its
@@ -292,4 +298,225 @@ async fn uninstalling_removes_the_webhook_before_its_server_and_no_admission_cal
         failed.is_empty(),
         "admission calls failed during the uninstall: {failed:?}"
     );
+}
+
+/// The built-in certificate provider rotates the webhook's CA and serving certificate while
+/// the API server keeps calling the webhook: every call in the rotation is answered by the
+/// webhook itself. The provisioners run with a 120 s validity (renewal when 40 s are left,
+/// and the old CA trusted until it expires), and the kubelet updates Secret volumes within
+/// its 10 s sync (hack/clusterctl/node.go), so the pod serves the new certificate before the
+/// old CA expires. Calls continue until after that expiry: a pod still serving the old
+/// certificate would then fail them.
+#[tokio::test]
+async fn certificates_rotate_under_live_admission_calls_and_none_fails() {
+    const VALIDITY: Duration = Duration::from_secs(120);
+    let _serial = SERIAL.lock().await;
+    let client = testkit::client().await;
+    if !e2e::real_node(&client).await {
+        return;
+    }
+    if env().await.stack().is_none() {
+        eprintln!(
+            "deployed controllers (E2E_DEPLOYED=1): this test runs its own stack with a short certificate validity, so it runs only with local stacks"
+        );
+        return;
+    }
+    let stack = Stack::start_with_env(
+        &Component::ALL,
+        &[("CERTIFICATE_VALIDITY", &format!("{}s", VALIDITY.as_secs()))],
+    )
+    .await;
+    stack.examples().await;
+    let name = "memcached-operator-rotation";
+    let po = PlatformOperator {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(serde_json::from_value(stack.labels()).unwrap()),
+            ..Default::default()
+        },
+        spec: serde_json::from_value(json!({ "package": { "name": sample::MEMCACHED } })).unwrap(),
+        status: None,
+    };
+    Api::<PlatformOperator>::all(client.clone())
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
+    wait_installed(&client, name).await;
+    wait_for("the operator's pod Ready on the real node", TIMEOUT, || {
+        operator_pod_ready(&client)
+    })
+    .await;
+    webhook_refusal(&client, "default").await;
+
+    let secrets = Api::<Secret>::namespaced(client.clone(), sample::MEMCACHED_NAMESPACE);
+    let secret_name = format!("{}-service-cert", sample::MEMCACHED_DEPLOYMENT);
+    let serving = |secret: Secret| {
+        secret
+            .data
+            .and_then(|d| d.get("tls.crt").cloned())
+            .map(|b| b.0)
+            .unwrap_or_default()
+    };
+    let first = serving(secrets.get(&secret_name).await.unwrap());
+    let api = memcacheds(&client, "default");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let began = Instant::now();
+    let (mut answered, mut failed, mut rotated_at) = (0_u32, Vec::new(), None);
+    // Until the old CA has expired (a third of the validity after the rotation) and a while
+    // longer; or give up a whole validity after the start, without a rotation.
+    loop {
+        let elapsed = began.elapsed();
+        match rotated_at {
+            Some(at) if elapsed > at + VALIDITY / 3 + Duration::from_secs(10) => break,
+            None if elapsed > VALIDITY + Duration::from_secs(30) => break,
+            _ => {}
+        }
+        match api.create(&dry_run, &memcached("rotation", -1)).await {
+            Err(kube::Error::Api(s)) if s.message.contains("size must be between") => answered += 1,
+            other => failed.push(format!("{:.1}s: {other:?}", elapsed.as_secs_f64())),
+        }
+        if rotated_at.is_none() && serving(secrets.get(&secret_name).await.unwrap()) != first {
+            rotated_at = Some(elapsed);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "certificate rotation under traffic: serving certificate replaced after {:?}; {answered} admission calls answered by the webhook, {} failed",
+        rotated_at,
+        failed.len()
+    );
+    assert!(
+        rotated_at.is_some(),
+        "the serving certificate was not replaced within {VALIDITY:?}"
+    );
+    assert!(
+        failed.is_empty(),
+        "admission calls failed during the rotation: {failed:?}"
+    );
+    assert!(answered > 100, "only {answered} calls were made");
+    // The pod took the new certificate from its Secret volume without a restart.
+    let pod = operator_pod_ready(&client).await.unwrap();
+    let logs = Api::<Pod>::namespaced(client.clone(), sample::MEMCACHED_NAMESPACE)
+        .logs(&pod.name_any(), &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        logs.contains("serving certificate reloaded"),
+        "the operator never reloaded its certificate:\n{logs}"
+    );
+    uninstall(&client, name).await;
+}
+
+/// `Memcached` objects at `version` in `namespace`.
+fn memcacheds_at(client: &Client, namespace: &str, version: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("cache.example.com", version, "Memcached");
+    Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk(&gvk))
+}
+
+/// Upgrading 0.1.0 → 0.2.0 adds a second version, `v1beta1` (stored from then on; its
+/// `spec.replicas` is v1alpha1's `spec.size`), converted by the operator's conversion
+/// webhook: an object 0.1.0 stored at v1alpha1 reads at v1beta1 with its count moved, one
+/// written at v1beta1 reads at v1alpha1, and the validating webhook (registered for
+/// v1alpha1) still refuses a bad count written at v1beta1, which the API server converts
+/// for it.
+#[tokio::test]
+async fn upgrading_to_a_second_version_converts_objects_through_the_operators_webhook() {
+    let _serial = SERIAL.lock().await;
+    let client = testkit::client().await;
+    if !e2e::real_node(&client).await {
+        return;
+    }
+    env().await;
+    let name = "memcached-operator-conversion";
+    let namespace = "memcached-conversion";
+    create_platform_operator(&client, name, Some("<0.2.0")).await;
+    wait_installed(&client, name).await;
+    wait_for("the 0.1.0 operator Ready", TIMEOUT, || {
+        operator_pod_ready(&client)
+    })
+    .await;
+    webhook_refusal(&client, "default").await;
+    let _ = Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap(),
+        )
+        .await;
+    let alpha = memcacheds_at(&client, namespace, "v1alpha1");
+    let beta = memcacheds_at(&client, namespace, "v1beta1");
+    alpha
+        .create(&PostParams::default(), &memcached("stored-by-0-1", 4))
+        .await
+        .unwrap();
+
+    let began = Instant::now();
+    Api::<PlatformOperator>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "package": { "versionRange": ">=0.2.0" } } })),
+        )
+        .await
+        .unwrap();
+    wait_for("the 0.2.0 operator Ready", TIMEOUT, || async {
+        let pod = operator_pod_ready(&client).await?;
+        let image = pod
+            .spec
+            .and_then(|s| s.containers.first().and_then(|c| c.image.clone()))
+            .unwrap_or_default();
+        if image.ends_with(":v0.2.0") {
+            Ok(())
+        } else {
+            Err(image)
+        }
+    })
+    .await;
+    wait_installed(&client, name).await;
+    let upgraded = began.elapsed();
+
+    // Stored by 0.1.0 at v1alpha1, read at v1beta1: converted by the 0.2.0 pod.
+    let old = wait_for("the old object at v1beta1", TIMEOUT, || async {
+        beta.get("stored-by-0-1").await.map_err(|e| e.to_string())
+    })
+    .await;
+    assert_eq!(old.data["spec"], json!({ "replicas": 4 }), "{:?}", old.data);
+    // Written at v1beta1, read at v1alpha1.
+    let written: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cache.example.com/v1beta1", "kind": "Memcached",
+        "metadata": { "name": "written-at-v1beta1" }, "spec": { "replicas": 2 }
+    }))
+    .unwrap();
+    beta.create(&PostParams::default(), &written).await.unwrap();
+    let read = alpha.get("written-at-v1beta1").await.unwrap();
+    assert_eq!(read.data["spec"], json!({ "size": 2 }), "{:?}", read.data);
+    // The validating webhook sees v1alpha1 whatever version the client writes.
+    let refused: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cache.example.com/v1beta1", "kind": "Memcached",
+        "metadata": { "name": "minus-one" }, "spec": { "replicas": -1 }
+    }))
+    .unwrap();
+    match beta.create(&PostParams::default(), &refused).await {
+        Err(kube::Error::Api(s)) => assert!(
+            s.message
+                .contains("spec.size must be between 0 and 10, not -1"),
+            "{}",
+            s.message
+        ),
+        other => panic!("a v1beta1 object with replicas -1 was not refused: {other:?}"),
+    }
+    eprintln!(
+        "upgrade to the version with a conversion webhook: operator 0.2.0 Ready and Installed {:.1}s after the PlatformOperator's range changed",
+        upgraded.as_secs_f64()
+    );
+
+    for object in ["stored-by-0-1", "written-at-v1beta1"] {
+        beta.delete(object, &DeleteParams::default()).await.unwrap();
+    }
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(namespace, &DeleteParams::default())
+        .await;
+    uninstall(&client, name).await;
 }

@@ -223,6 +223,10 @@ cgroupDriver: cgroupfs
 # This host mounts cgroup v1 hierarchies.
 failCgroupV1: false
 failSwapOn: false
+# Secret and ConfigMap volumes are refreshed on a pod's sync: every 10 s instead of a minute,
+# so a rotated webhook certificate reaches its server well inside the overlap a short test
+# validity leaves (e2e/tests/real_node.rs).
+syncFrequency: 10s
 authentication:
   anonymous:
     enabled: false

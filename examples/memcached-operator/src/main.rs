@@ -4,7 +4,9 @@
 //!   the object's generation: condition `Available=True` and `status.observedGeneration`.
 //! - It serves a validating admission webhook (HTTPS, the serving certificate the installer
 //!   mounts at `/tmp/k8s-webhook-server/serving-certs`, reloaded when it changes) that
-//!   refuses a `spec.size` outside 0–10.
+//!   refuses a `spec.size` outside 0–10, and, on the same server, the conversion webhook
+//!   bundle 0.2.0 registers for its second version (`v1beta1`, where `spec.size` is
+//!   `spec.replicas`).
 //! - `/readyz` on the health address answers once the webhook server has a certificate and
 //!   the controller has started, so the installer's phase gate waits for a pod that serves.
 //!
@@ -12,6 +14,7 @@
 //! builds its image.
 
 mod controller;
+mod conversion;
 mod tls;
 mod validation;
 
@@ -110,13 +113,21 @@ async fn run(options: Options) -> Result<(), Error> {
                 }
             }),
         );
-    let webhook_routes = Router::new().route(
-        validation::PATH,
-        post(|body: axum::body::Bytes| async move {
-            let (status, body) = validation::answer(&body);
-            (status, [("content-type", "application/json")], body)
-        }),
-    );
+    let webhook_routes = Router::new()
+        .route(
+            validation::PATH,
+            post(|body: axum::body::Bytes| async move {
+                let (status, body) = validation::answer(&body);
+                (status, [("content-type", "application/json")], body)
+            }),
+        )
+        .route(
+            conversion::PATH,
+            post(|body: axum::body::Bytes| async move {
+                let (status, body) = conversion::answer(&body);
+                (status, [("content-type", "application/json")], body)
+            }),
+        );
     let listener = tls::TlsListener::new(webhook, certificates)?;
 
     started.store(true, Ordering::Relaxed);

@@ -545,25 +545,33 @@ async fn deleting_the_resolution_removes_everything_but_crds_that_still_have_cus
     .await;
     assert_eq!(resolve_sets(fixture, &client, &name).await.len(), 1);
 
-    // A custom resource of memcached-operator's CRD, in a namespace of the test's own.
+    // A custom resource of memcached-operator's CRD, in a namespace of the test's own. The
+    // operator's webhooks admit and convert it, so it needs the operator really running.
+    let has_data = testkit::real_node(&client).await;
     let namespace = testkit::TestNamespace::create(&client, "memcached-user").await;
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("cache.example.com", "v1alpha1", "Memcached"),
-        "memcacheds",
-    );
-    let memcacheds =
-        Api::<DynamicObject>::namespaced_with(client.clone(), namespace.name(), &resource);
-    let object: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cache.example.com/v1alpha1",
-        "kind": "Memcached",
-        "metadata": {"name": "keep-me"},
-        "spec": {"size": 1},
-    }))
-    .unwrap();
-    memcacheds
-        .create(&PostParams::default(), &object)
-        .await
+    let memcacheds_at = |version: &str| {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("cache.example.com", version, "Memcached"),
+            "memcacheds",
+        );
+        Api::<DynamicObject>::namespaced_with(client.clone(), namespace.name(), &resource)
+    };
+    // Read and deleted at the storage version (0.2.0's v1beta1): once the operator is gone,
+    // the kept CRD's conversion webhook is too.
+    let memcacheds = memcacheds_at("v1beta1");
+    if has_data {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cache.example.com/v1alpha1",
+            "kind": "Memcached",
+            "metadata": {"name": "keep-me"},
+            "spec": {"size": 1},
+        }))
         .unwrap();
+        memcacheds_at("v1alpha1")
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap();
+    }
 
     Api::<ActiveResolution>::all(client.clone())
         .delete(&name, &DeleteParams::background())
@@ -597,8 +605,10 @@ async fn deleting_the_resolution_removes_everything_but_crds_that_still_have_cus
 
     // The CRD with a custom resource stays (and the resource with it); the other goes.
     let crds = Api::<CustomResourceDefinition>::all(client.clone());
-    assert!(crds.get_opt(MEMCACHED_CRD).await.unwrap().is_some());
-    assert!(memcacheds.get_opt("keep-me").await.unwrap().is_some());
+    if has_data {
+        assert!(crds.get_opt(MEMCACHED_CRD).await.unwrap().is_some());
+        assert!(memcacheds.get_opt("keep-me").await.unwrap().is_some());
+    }
     wait_for(
         &format!("CRD {METRICS_CRD} to be removed"),
         REMOVE_TIMEOUT,
@@ -612,13 +622,15 @@ async fn deleting_the_resolution_removes_everything_but_crds_that_still_have_cus
     .await;
 
     // Leave the cluster clean for the other scenarios.
-    memcacheds
-        .delete("keep-me", &DeleteParams::default())
-        .await
-        .unwrap();
-    crds.delete(MEMCACHED_CRD, &DeleteParams::default())
-        .await
-        .unwrap();
+    if has_data {
+        memcacheds
+            .delete("keep-me", &DeleteParams::default())
+            .await
+            .unwrap();
+        crds.delete(MEMCACHED_CRD, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
     wait_for(
         &format!("CRD {MEMCACHED_CRD} to be removed"),
         REMOVE_TIMEOUT,
