@@ -1100,6 +1100,30 @@ fn unsafe_bundle() -> Vec<u8> {
     ])
 }
 
+/// The sample memcached-operator 0.1.0 bundle with 0.2.0's CRD (two versions, v1beta1
+/// stored): a bundle 0.2.0 can be downgraded to without removing a stored version. Its
+/// operator image is the one published to `registry` (`${REGISTRY}` in the examples).
+fn downgradable_bundle(registry: &str) -> Vec<u8> {
+    let examples = testkit::workspace_path("examples/bundles");
+    let read = |path: &str| std::fs::read_to_string(examples.join(path)).unwrap();
+    let crd = read("memcached-operator.v0.2.0/manifests/memcacheds.cache.example.com.crd.yaml");
+    let csv =
+        read("memcached-operator.v0.1.0/manifests/memcached-operator.clusterserviceversion.yaml")
+            .replace("${REGISTRY}", registry);
+    let annotations = read("memcached-operator.v0.1.0/metadata/annotations.yaml");
+    testkit::servers::tar(&[
+        (
+            "manifests/memcacheds.cache.example.com.crd.yaml",
+            crd.as_bytes(),
+        ),
+        (
+            "manifests/memcached-operator.clusterserviceversion.yaml",
+            csv.as_bytes(),
+        ),
+        ("metadata/annotations.yaml", annotations.as_bytes()),
+    ])
+}
+
 /// What the operator's Deployment and the child BundleDeployment are: the Deployment's
 /// uid (a re-creation would change it) and the version the child's template installs.
 async fn running_operator(client: &Client, child: &str) -> (Option<String>, Option<String>) {
@@ -1140,6 +1164,13 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
     let demo_child =
         rukpak_api::names::bundle_deployment_name(&platform_api::package_bundle_deployment(DEMO));
     let memcached = |version: &str| examples.bundle_image(MEMCACHED, version);
+    // 0.1.0 with 0.2.0's CRD, so the self-certified downgrade below is one the CRD upgrade
+    // safety check allows: the sample 0.1.0 lacks the version 0.2.0 stores (v1beta1).
+    let registry = testkit::servers::CraneRegistry::start();
+    let demo_0_1 = registry.push(
+        "graph/demo-bundle:v0.1.0",
+        &[downgradable_bundle(&examples.registry)],
+    );
     let agent = |version: &str| examples.bundle_image(METRICS, version);
     let demo =
         |version: &'static str, channel: &'static str, image: String, replaces| GraphBundle {
@@ -1166,7 +1197,7 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
         &catalog,
         1,
         &[
-            demo("0.1.0", "stable", memcached("0.1.0"), None),
+            demo("0.1.0", "stable", demo_0_1.clone(), None),
             dep("1.0.0", None),
         ],
     )
@@ -1260,7 +1291,7 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
     // 1.0.0: both move along their own graph.
     let v2 = |extra: Vec<GraphBundle<'static>>| {
         let mut bundles = vec![
-            demo("0.1.0", "stable", memcached("0.1.0"), None),
+            demo("0.1.0", "stable", demo_0_1.clone(), None),
             demo("0.2.0", "stable", memcached("0.2.0"), Some("0.1.0")),
             dep("1.0.0", None),
             dep("1.1.0", Some("1.0.0")),
@@ -1404,7 +1435,6 @@ async fn upgrades_follow_the_catalog_upgrade_graph_and_never_break_what_runs() {
     // SelfCertified is no licence to break stored objects: a bundle whose CRD drops a field
     // is refused by the CRD upgrade safety check, nothing of it is applied, and the
     // PlatformOperator names the CRD and the field.
-    let registry = testkit::servers::CraneRegistry::start();
     let unsafe_image = registry.push("graph/unsafe-bundle:v0.0.9", &[unsafe_bundle()]);
     publish_catalog(
         fixture,
