@@ -59,8 +59,11 @@ unit: ## unit tests (no cluster needed)
 	cargo test --workspace --locked --doc
 
 .PHONY: integration
-integration: tools ## integration tests against a throwaway local control plane
+# hack/test-deployed starts its own real node, so it runs once hack/test-integration has
+# stopped its cluster: a host runs one kubelet at a time.
+integration: tools ## integration tests against a throwaway local control plane, then the controllers deployed from their image
 	hack/test-integration
+	hack/test-deployed
 
 .PHONY: soak
 soak: tools ## SOAK_MINUTES (default 10) of churn and failures on a throwaway control plane; asserts bounded retries, memory and no leaks

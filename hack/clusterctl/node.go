@@ -91,6 +91,11 @@ func findNodeRuntime(binDir string) (nodeRuntime, error) {
 // startRealNode starts containerd and the kubelet and waits until the node is Ready and
 // the placement policy admits Pods.
 func (c *cluster) startRealNode(api *http.Client, apiURL string, deadline time.Time) error {
+	if pid, ok := runningKubelet(); ok {
+		return fmt.Errorf("a kubelet is already running on this host (pid %d), so no second real node can start: "+
+			"kubelets share the host's pod cgroups and pod log directory, and each kills the containers of the other; "+
+			"stop the other cluster first (hack/cluster down), or start this one without --real-node", pid)
+	}
 	rt, err := findNodeRuntime(c.binDir)
 	if err != nil {
 		return err
@@ -484,4 +489,23 @@ func (c *cluster) unmountUnder(dir string) {
 			c.logf("unmount %s: %v", p, err)
 		}
 	}
+}
+
+// runningKubelet finds a kubelet process on this host, of any cluster or none.
+func runningKubelet() (int, bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "comm"))
+		if err == nil && strings.TrimSpace(string(comm)) == "kubelet" {
+			return pid, true
+		}
+	}
+	return 0, false
 }
