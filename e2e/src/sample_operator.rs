@@ -62,10 +62,16 @@ pub async fn operator_pod_ready(client: &Client) -> Result<Pod, String> {
     }
 }
 
-/// Creates the PlatformOperator `name` for the sample package, optionally within `range`.
-pub async fn create_platform_operator(client: &Client, name: &str, range: Option<&str>) {
+/// Creates the PlatformOperator `name` for `package`, optionally within `range`, labelled
+/// for the system under test ([`crate::Env::metadata`]).
+pub async fn create_platform_operator(
+    client: &Client,
+    name: &str,
+    package: &str,
+    range: Option<&str>,
+) {
     let env = env().await;
-    let mut spec = json!({ "package": { "name": sample::MEMCACHED } });
+    let mut spec = json!({ "package": { "name": package } });
     if let Some(range) = range {
         spec["package"]["versionRange"] = json!(range);
     }

@@ -24,6 +24,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use rukpak_api::BundleDeployment;
+use testkit::examples::sample;
 use testkit::stack::Component;
 use testkit::wait_for;
 
@@ -83,6 +84,21 @@ async fn replaced(client: &Client, component: Component, old: &str) -> String {
         },
     )
     .await
+}
+
+/// Waits until `api` holds an object named `name`.
+async fn wait_exists<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(&format!("{name} to exist"), TIMEOUT, || async {
+        api.get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|_| ())
+            .ok_or_else(|| "not yet".to_owned())
+    })
+    .await;
 }
 
 /// Deletes `component`'s Pod (a graceful stop, as a node drain or `kubectl delete pod`
@@ -183,17 +199,9 @@ async fn deleting_each_controller_pod_mid_install_still_ends_in_a_working_operat
     }
     let name = "memcached-operator-restarts";
     let began = Instant::now();
-    create_platform_operator(&client, name, None).await;
+    create_platform_operator(&client, name, sample::MEMCACHED, None).await;
 
-    wait_for("the ActiveResolution", TIMEOUT, || async {
-        Api::<ActiveResolution>::all(client.clone())
-            .get_opt(name)
-            .await
-            .map_err(|e| e.to_string())?
-            .map(|_| ())
-            .ok_or_else(|| "not yet".to_owned())
-    })
-    .await;
+    wait_exists(&Api::<ActiveResolution>::all(client.clone()), name).await;
     let mut deleted = Vec::new();
     for component in [
         Component::DeppyResolver,
@@ -202,19 +210,7 @@ async fn deleting_each_controller_pod_mid_install_still_ends_in_a_working_operat
     ] {
         deleted.push((component, delete_pod(&client, component).await));
     }
-    wait_for(
-        "the PlatformOperator's BundleDeployment",
-        TIMEOUT,
-        || async {
-            Api::<BundleDeployment>::all(client.clone())
-                .get_opt(name)
-                .await
-                .map_err(|e| e.to_string())?
-                .map(|_| ())
-                .ok_or_else(|| "not yet".to_owned())
-        },
-    )
-    .await;
+    wait_exists(&Api::<BundleDeployment>::all(client.clone()), name).await;
     for component in [
         Component::RukpakCore,
         Component::PlainProvisioner,

@@ -9,7 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use deppy_api::ActiveResolution;
-use e2e::{Env, TIMEOUT, env};
+use e2e::sample_operator::{create_platform_operator, wait_installed};
+use e2e::{TIMEOUT, env};
 use e2e::{deployment_available, wait_available};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -32,22 +33,6 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const MEMCACHED: (&str, &str) = (sample::MEMCACHED_NAMESPACE, sample::MEMCACHED_DEPLOYMENT);
 const METRICS_AGENT: (&str, &str) = (sample::METRICS_NAMESPACE, sample::METRICS_DEPLOYMENT);
 
-async fn create_po(client: &Client, env: &Env, name: &str, package: &str, range: Option<&str>) {
-    let mut spec = json!({ "package": { "name": package } });
-    if let Some(range) = range {
-        spec["package"]["versionRange"] = json!(range);
-    }
-    let po = PlatformOperator {
-        metadata: env.metadata(name),
-        spec: serde_json::from_value(spec).unwrap(),
-        status: None,
-    };
-    Api::<PlatformOperator>::all(client.clone())
-        .create(&PostParams::default(), &po)
-        .await
-        .unwrap();
-}
-
 /// `(status, reason, message)` of the PlatformOperator's `Installed` condition.
 async fn installed(client: &Client, name: &str) -> Result<(String, String, String), String> {
     let po = Api::<PlatformOperator>::all(client.clone())
@@ -65,24 +50,6 @@ async fn installed(client: &Client, name: &str) -> Result<(String, String, Strin
         condition.reason.clone(),
         condition.message.clone(),
     ))
-}
-
-async fn wait_installed(client: &Client, name: &str) {
-    wait_for(
-        &format!("PlatformOperator {name} Installed"),
-        TIMEOUT,
-        || async {
-            match installed(client, name).await? {
-                (status, reason, _)
-                    if status == "True" && reason == reasons::INSTALL_SUCCESSFUL =>
-                {
-                    Ok(())
-                }
-                other => Err(format!("{other:?}")),
-            }
-        },
-    )
-    .await;
 }
 
 /// The aggregated ClusterOperator's condition `type`: `(status, reason, message)`.
@@ -187,10 +154,10 @@ fn memcached_api_at(client: &Client, namespace: &str, version: &str) -> Api<Dyna
 async fn a_platform_operator_installs_its_package_and_dependency_and_deletion_keeps_crds_with_data()
 {
     let _serial = SERIAL.lock().await;
-    let env = env().await;
+    env().await;
     let client = testkit::client().await;
     let name = "memcached-operator";
-    create_po(&client, env, name, "memcached-operator", None).await;
+    create_platform_operator(&client, name, "memcached-operator", None).await;
     wait_installed(&client, name).await;
 
     // The newest bundle of the default channel, and the package it requires.
@@ -308,10 +275,10 @@ async fn a_platform_operator_installs_its_package_and_dependency_and_deletion_ke
 #[tokio::test]
 async fn editing_the_version_range_upgrades_the_operator() {
     let _serial = SERIAL.lock().await;
-    let env = env().await;
+    env().await;
     let client = testkit::client().await;
     let name = "memcached-upgrade";
-    create_po(&client, env, name, "memcached-operator", Some("<0.2.0")).await;
+    create_platform_operator(&client, name, "memcached-operator", Some("<0.2.0")).await;
     wait_installed(&client, name).await;
     let image_of = |children: Vec<BundleDeployment>| {
         children
@@ -352,10 +319,10 @@ async fn editing_the_version_range_upgrades_the_operator() {
 #[tokio::test]
 async fn a_missing_package_fails_on_the_platform_operator_and_the_cluster_operator() {
     let _serial = SERIAL.lock().await;
-    let env = env().await;
+    env().await;
     let client = testkit::client().await;
     let name = "no-such-operator";
-    create_po(&client, env, name, "no-such-package", None).await;
+    create_platform_operator(&client, name, "no-such-package", None).await;
     let message = wait_for("SourceFailed", TIMEOUT, || async {
         match installed(&client, name).await? {
             (status, reason, message) if status == "False" && reason == reasons::SOURCE_FAILED => {
@@ -392,7 +359,7 @@ async fn drift_is_repaired_and_every_controller_can_restart_mid_flow() {
     let env = env().await;
     let client = testkit::client().await;
     let name = "memcached-restarts";
-    create_po(&client, env, name, "memcached-operator", None).await;
+    create_platform_operator(&client, name, "memcached-operator", None).await;
     // Restart every controller while the flow is under way: the end state is the same.
     for component in Component::ALL {
         env.restart(component).await;

@@ -49,7 +49,7 @@ async fn a_platform_operator_installs_an_operator_that_runs_reconciles_and_refus
     let name = "memcached-operator-live";
     let namespace = "memcached-live";
     let began = Instant::now();
-    create_platform_operator(&client, name, None).await;
+    create_platform_operator(&client, name, sample::MEMCACHED, None).await;
     wait_installed(&client, name).await;
     let installed = began.elapsed();
 
@@ -243,7 +243,7 @@ async fn uninstalling_removes_the_webhook_before_its_server_and_no_admission_cal
     }
     env().await;
     let name = "memcached-operator-uninstall";
-    create_platform_operator(&client, name, None).await;
+    create_platform_operator(&client, name, sample::MEMCACHED, None).await;
     wait_installed(&client, name).await;
     wait_for("the operator's pod Ready on the real node", TIMEOUT, || {
         operator_pod_ready(&client)
@@ -432,7 +432,7 @@ async fn upgrading_to_a_second_version_converts_objects_through_the_operators_we
     env().await;
     let name = "memcached-operator-conversion";
     let namespace = "memcached-conversion";
-    create_platform_operator(&client, name, Some("<0.2.0")).await;
+    create_platform_operator(&client, name, sample::MEMCACHED, Some("<0.2.0")).await;
     wait_installed(&client, name).await;
     wait_for("the 0.1.0 operator Ready", TIMEOUT, || {
         operator_pod_ready(&client)
