@@ -300,6 +300,12 @@ pub struct BundleDeploymentStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<InventoryEntry>,
 
+    /// What the provisioner changed from the active Bundle as written so it installs safely
+    /// and as OLM installs it (a webhook kept out of system namespaces, fields Kubernetes does
+    /// not have dropped, a repeated object installed once), one sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adjustments: Vec<String>,
+
     /// The generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

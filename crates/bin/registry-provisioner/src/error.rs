@@ -132,6 +132,19 @@ pub enum ConvertError {
         /// Name of the object.
         name: String,
     },
+    /// Two manifests of the bundle define one object (same kind, namespace and name)
+    /// differently; identical copies are installed once instead.
+    #[error(
+        "failed to convert the bundle: {first} and {second} both define {what}, differently; a revision holds one object per identity, so which one would win is unclear: ask the bundle's author to remove one of them"
+    )]
+    ConflictingDuplicate {
+        /// The object (kind, name and namespace).
+        what: String,
+        /// The file of the first definition.
+        first: String,
+        /// The file of the second definition.
+        second: String,
+    },
     /// A generated object could not be built (a bug, or a value of the wrong shape in the CSV).
     #[error("failed to build {what}: {message}")]
     Build {

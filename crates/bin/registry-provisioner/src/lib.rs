@@ -16,6 +16,7 @@ pub mod install_modes;
 pub mod objects;
 pub mod render;
 pub mod structural;
+pub mod undeclared;
 pub mod webhooks;
 
 use apply_engine::controller::{BundleFormat, Plan};
@@ -24,7 +25,7 @@ use rukpak_api::BundleDeployment;
 
 pub use deployment_config::DeploymentConfig;
 pub use error::ConvertError;
-pub use webhooks::CertProvider;
+pub use webhooks::{CertProvider, SelectorPolicy};
 
 /// The provisioner id of registry+v1 bundles.
 pub const PROVISIONER_ID: &str = rukpak_api::REGISTRY_PROVISIONER_CLASS;
@@ -35,6 +36,15 @@ pub const TARGET_NAMESPACES_CONFIG: &str = "targetNamespaces";
 /// The key of a BundleDeployment's `spec.config` naming the install namespace, used when
 /// `spec.installNamespace` is not set.
 pub const INSTALL_NAMESPACE_CONFIG: &str = "installNamespace";
+
+/// The key of a BundleDeployment's `spec.config`, and of a ProvisionerClass's
+/// `spec.parameters`, choosing the [`SelectorPolicy`] of webhooks that reach the protected
+/// namespaces (`exclude-protected` or `as-written`); the deployment's wins.
+pub const WEBHOOK_NAMESPACE_SELECTOR_CONFIG: &str = "webhookNamespaceSelector";
+
+/// The key of a ProvisionerClass's `spec.parameters` listing namespaces to protect from
+/// webhooks besides `kube-system`, `kube-node-lease` and the installer's own.
+pub const PROTECTED_NAMESPACES_PARAMETER: &str = "protectedNamespaces";
 
 /// How to convert a bundle.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,9 +60,12 @@ pub struct Options {
     pub deployment_config: Option<DeploymentConfig>,
     /// Who makes the serving certificates of webhooks and API services.
     pub cert_provider: CertProvider,
-    /// Namespaces besides `kube-system` whose system objects no webhook may intercept (the
-    /// installer's own).
+    /// Namespaces besides `kube-system` and `kube-node-lease` whose system objects no
+    /// webhook may intercept (the installer's own, and those the administrator lists).
     pub protected_namespaces: Vec<String>,
+    /// Whether webhooks reaching the protected namespaces are kept out of them; `None`:
+    /// the default, [`SelectorPolicy::ExcludeProtected`].
+    pub webhook_namespace_selector: Option<SelectorPolicy>,
 }
 
 impl Options {
@@ -63,6 +76,7 @@ impl Options {
         let mut install_namespace = deployment.spec.install_namespace.clone();
         let mut target_namespaces = Vec::new();
         let mut deployment_config = None;
+        let mut webhook_namespace_selector = None;
         if let Some(config) = &deployment.spec.config {
             if !config.is_object() {
                 return Err(ConvertError::InvalidConfig(
@@ -90,11 +104,18 @@ impl Options {
                 deployment_config =
                     DeploymentConfig::from_value(value).map_err(ConvertError::InvalidConfig)?;
             }
+            webhook_namespace_selector =
+                selector_policy(config.get(WEBHOOK_NAMESPACE_SELECTOR_CONFIG)).map_err(|why| {
+                    ConvertError::InvalidConfig(format!(
+                        "spec.config.{WEBHOOK_NAMESPACE_SELECTOR_CONFIG} {why}"
+                    ))
+                })?;
         }
         Ok(Self {
             install_namespace,
             target_namespaces,
             deployment_config,
+            webhook_namespace_selector,
             ..Self::default()
         })
     }
@@ -110,6 +131,25 @@ pub struct Conversion {
     pub target_namespaces: Vec<String>,
     /// The plain objects, in a deterministic order (see [`objects`]).
     pub objects: Vec<DynamicObject>,
+    /// What was changed from the bundle as written so it installs safely and as OLM
+    /// installs it, as sentences naming the object and the CSV field.
+    pub adjustments: Vec<String>,
+}
+
+/// A policy given as a string (absent or null: none). The error completes a sentence
+/// starting with the field's name.
+fn selector_policy(value: Option<&serde_json::Value>) -> Result<Option<SelectorPolicy>, String> {
+    match value {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(name)) => name
+            .parse()
+            .map(Some)
+            .map_err(|err: String| format!("is not valid: {err}")),
+        Some(other) => Err(format!(
+            "must be a string (one of {}), found {other}",
+            SelectorPolicy::NAMES.join(", ")
+        )),
+    }
 }
 
 /// Converts a registry+v1 bundle given as `(path, bytes)` pairs (paths relative to the
@@ -127,18 +167,22 @@ pub fn conversion<'a>(
         })?;
     let targets =
         install_modes::target_namespaces(&bundle, &namespace, &options.target_namespaces)?;
-    let objects = objects::generate(
+    let generated = objects::generate(
         &bundle,
         &namespace,
         &targets,
         options.deployment_config.as_ref(),
-        options.cert_provider,
-        &options.protected_namespaces,
+        &webhooks::Settings {
+            provider: options.cert_provider,
+            protected_namespaces: &options.protected_namespaces,
+            selector_policy: options.webhook_namespace_selector.unwrap_or_default(),
+        },
     )?;
     Ok(Conversion {
         install_namespace: namespace,
         target_namespaces: targets,
-        objects,
+        objects: generated.objects,
+        adjustments: generated.adjustments,
     })
 }
 
@@ -160,8 +204,12 @@ pub const CERT_PROVIDER_PARAMETER: &str = "certificateProvider";
 pub struct RegistryFormat {
     /// The certificate provider when the class names none.
     pub cert_provider: CertProvider,
-    /// Namespaces besides `kube-system` no webhook may intercept system objects in.
+    /// Namespaces besides `kube-system` and `kube-node-lease` no webhook may intercept
+    /// system objects in (the installer's own and the `--protected-namespaces` flag's); a
+    /// class's `spec.parameters.protectedNamespaces` adds to them.
     pub protected_namespaces: Vec<String>,
+    /// The selector policy when neither the BundleDeployment nor its class chooses one.
+    pub selector_policy: SelectorPolicy,
 }
 
 impl RegistryFormat {
@@ -182,6 +230,43 @@ impl RegistryFormat {
                 CertProvider::NAMES.join(", ")
             )),
         }
+    }
+
+    /// The selector policy for a class when the BundleDeployment chooses none: its
+    /// `spec.parameters.webhookNamespaceSelector`, else the provisioner's default.
+    pub fn selector_policy_for(
+        &self,
+        class_parameters: Option<&serde_json::Value>,
+    ) -> Result<SelectorPolicy, String> {
+        selector_policy(class_parameters.and_then(|p| p.get(WEBHOOK_NAMESPACE_SELECTOR_CONFIG)))
+            .map(|chosen| chosen.unwrap_or(self.selector_policy))
+            .map_err(|why| {
+                format!(
+                    "the ProvisionerClass's spec.parameters.{WEBHOOK_NAMESPACE_SELECTOR_CONFIG} {why}"
+                )
+            })
+    }
+
+    /// The protected namespaces for a class: the provisioner's, then the class's
+    /// `spec.parameters.protectedNamespaces` (a list of namespace names).
+    pub fn protected_namespaces_for(
+        &self,
+        class_parameters: Option<&serde_json::Value>,
+    ) -> Result<Vec<String>, String> {
+        let mut namespaces = self.protected_namespaces.clone();
+        match class_parameters.and_then(|p| p.get(PROTECTED_NAMESPACES_PARAMETER)) {
+            None | Some(serde_json::Value::Null) => {}
+            Some(value) => {
+                let listed: Vec<String> = serde_json::from_value(value.clone()).map_err(|_| {
+                    format!(
+                        "the ProvisionerClass's spec.parameters.{PROTECTED_NAMESPACES_PARAMETER} \
+                         must be a list of namespace names, found {value}"
+                    )
+                })?;
+                namespaces.extend(listed);
+            }
+        }
+        Ok(namespaces)
     }
 }
 
@@ -207,10 +292,16 @@ impl BundleFormat for RegistryFormat {
         deployment: &BundleDeployment,
         class_parameters: Option<&serde_json::Value>,
     ) -> Result<Plan, String> {
+        let chosen = Options::from_deployment(deployment).map_err(|err| err.to_string())?;
+        let webhook_namespace_selector = match chosen.webhook_namespace_selector {
+            Some(policy) => policy,
+            None => self.selector_policy_for(class_parameters)?,
+        };
         let options = Options {
             cert_provider: self.cert_provider_for(class_parameters)?,
-            protected_namespaces: self.protected_namespaces.clone(),
-            ..Options::from_deployment(deployment).map_err(|err| err.to_string())?
+            protected_namespaces: self.protected_namespaces_for(class_parameters)?,
+            webhook_namespace_selector: Some(webhook_namespace_selector),
+            ..chosen
         };
         let conversion = conversion(
             files.iter().map(|(path, bytes)| (path, bytes.as_ref())),
@@ -220,6 +311,7 @@ impl BundleFormat for RegistryFormat {
         Ok(Plan {
             objects: conversion.objects,
             install_namespace: Some(conversion.install_namespace),
+            adjustments: conversion.adjustments,
         })
     }
 }

@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use apply_engine::run::RunArgs;
 use clap::{Args, Parser, Subcommand};
-use registry_provisioner::{CertProvider, DeploymentConfig, Options, RegistryFormat, render};
+use registry_provisioner::{
+    CertProvider, DeploymentConfig, Options, RegistryFormat, SelectorPolicy, render,
+};
 
 /// Installs OLM registry+v1 operator bundles, or renders them offline.
 #[derive(Debug, Parser)]
@@ -39,12 +41,50 @@ struct RegistryRunArgs {
     #[command(flatten)]
     run: RunArgs,
 
+    #[command(flatten)]
+    webhooks: WebhookArgs,
+}
+
+/// How webhooks are rendered, shared by `run` and `render`.
+#[derive(Debug, Args)]
+struct WebhookArgs {
     /// Who makes the serving certificates of webhooks and API services when the
     /// ProvisionerClass's `spec.parameters.certificateProvider` names none: `builtin` (a CA
     /// per BundleDeployment, nothing else needed), `cert-manager` or `service-ca`
     /// (OpenShift).
     #[arg(long, env = "CERT_PROVIDER", default_value = "builtin")]
     cert_provider: CertProvider,
+
+    /// What becomes of an admission webhook whose rules reach the objects the cluster keeps
+    /// in the protected namespaces, when neither the BundleDeployment
+    /// (`spec.config.webhookNamespaceSelector`) nor its class chooses: `exclude-protected`
+    /// (its namespaceSelector also excludes them) or `as-written` (the vendor's selector,
+    /// as OLM renders it).
+    #[arg(
+        long,
+        env = "WEBHOOK_NAMESPACE_SELECTOR",
+        default_value = "exclude-protected"
+    )]
+    webhook_namespace_selector: SelectorPolicy,
+
+    /// Namespaces to keep webhooks out of besides kube-system, kube-node-lease and the
+    /// installer's own, comma-separated.
+    #[arg(
+        long,
+        env = "PROTECTED_NAMESPACES",
+        value_name = "A,B",
+        value_delimiter = ','
+    )]
+    protected_namespaces: Vec<String>,
+}
+
+impl WebhookArgs {
+    /// The protected namespaces: the installer's own, then the listed ones.
+    fn protected_namespaces(&self, system_namespace: &str) -> Vec<String> {
+        std::iter::once(system_namespace.to_owned())
+            .chain(self.protected_namespaces.iter().cloned())
+            .collect()
+    }
 }
 
 /// Options of `registry-provisioner render`.
@@ -70,13 +110,10 @@ struct RenderArgs {
     #[arg(long, value_name = "FILE")]
     deployment_config: Option<PathBuf>,
 
-    /// Who makes the serving certificates of webhooks and API services: `builtin` (the
-    /// Secrets and `caBundle`s are filled by the provisioner when it applies), `cert-manager`
-    /// or `service-ca`.
-    #[arg(long, default_value = "builtin")]
-    cert_provider: CertProvider,
+    #[command(flatten)]
+    webhooks: WebhookArgs,
 
-    /// The installer's namespace, where no webhook may intercept system objects (as
+    /// The installer's namespace, which webhooks are kept out of (as
     /// `run --system-namespace`).
     #[arg(long, default_value = "rukpak-system")]
     system_namespace: String,
@@ -86,8 +123,11 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => {
             let format = RegistryFormat {
-                cert_provider: args.cert_provider,
-                protected_namespaces: vec![args.run.system_namespace.clone()],
+                cert_provider: args.webhooks.cert_provider,
+                protected_namespaces: args
+                    .webhooks
+                    .protected_namespaces(&args.run.system_namespace),
+                selector_policy: args.webhooks.webhook_namespace_selector,
             };
             args.run.run("registry-provisioner", format)
         }
@@ -119,6 +159,7 @@ impl RenderArgs {
         }
     }
 
+    /// The objects as YAML, after telling stderr what was adjusted.
     fn render(&self) -> Result<String, String> {
         let files = render::read_dir(&self.bundle_dir).map_err(|e| kit::report::error_chain(&e))?;
         let deployment_config = match &self.deployment_config {
@@ -138,16 +179,22 @@ impl RenderArgs {
             install_namespace: self.install_namespace.clone(),
             target_namespaces: self.target_namespaces.clone(),
             deployment_config,
-            cert_provider: self.cert_provider,
-            protected_namespaces: vec![self.system_namespace.clone()],
+            cert_provider: self.webhooks.cert_provider,
+            protected_namespaces: self.webhooks.protected_namespaces(&self.system_namespace),
+            webhook_namespace_selector: Some(self.webhooks.webhook_namespace_selector),
         };
-        let objects = registry_provisioner::convert(
+        let conversion = registry_provisioner::conversion(
             files
                 .iter()
                 .map(|(path, bytes)| (path.as_str(), bytes.as_slice())),
             &options,
         )
         .map_err(|e| kit::report::error_chain(&e))?;
-        render::to_yaml(&objects).map_err(|e| kit::report::error_chain(&e))
+        let yaml =
+            render::to_yaml(&conversion.objects).map_err(|e| kit::report::error_chain(&e))?;
+        for adjustment in &conversion.adjustments {
+            eprintln!("registry-provisioner: adjusted: {adjustment}");
+        }
+        Ok(yaml)
     }
 }

@@ -1,5 +1,13 @@
 //! Generating plain objects from a parsed bundle.
 //!
+//! One object per identity (group, kind, namespace, name): manifests that repeat an object
+//! identically are installed once; a manifest that defines an object the conversion
+//! generates (the webhook Service `<deployment>-service`, its certificate Secret, a
+//! permission's Role) gives way to the generated one, as OLM v0's generated objects replace
+//! the bundle's; manifests that define one object differently are refused, naming both
+//! files. Fields a CSV's deployment spec has that Kubernetes does not are dropped, as OLM
+//! drops them (see [`crate::undeclared`]). Each of these is reported as an adjustment.
+//!
 //! Output order (stable for the same bundle and options): ServiceAccounts, Roles,
 //! RoleBindings, ClusterRoles, ClusterRoleBindings, CustomResourceDefinitions, the other
 //! manifests (file then document order), webhook Services and certificate objects,
@@ -29,7 +37,7 @@ use sha2::{Digest, Sha224};
 use crate::bundle::{Bundle, Permission};
 use crate::deployment_config::DeploymentConfig;
 use crate::error::ConvertError;
-use crate::webhooks::{self, CertProvider};
+use crate::webhooks;
 
 /// The annotation on the operator's pod template listing its target namespaces
 /// (comma-separated; empty for all namespaces).
@@ -75,6 +83,24 @@ pub const CLUSTER_KINDS: &[&str] = &[
 
 pub use crate::bundle::CRD_KIND;
 
+/// The objects of a bundle and what was changed from the bundle as written.
+#[derive(Debug, Clone, Default)]
+pub struct Generated {
+    /// The plain objects, in output order.
+    pub objects: Vec<DynamicObject>,
+    /// The changes, as sentences naming the object and where it comes from.
+    pub adjustments: Vec<String>,
+}
+
+/// Where an object of the output comes from, for messages and precedence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Origin {
+    /// A manifest of the bundle, by file.
+    Manifest(String),
+    /// Made by the conversion from the CSV.
+    Generated,
+}
+
 /// Builds the plain objects of `bundle` installed in `install_namespace` for `targets`
 /// (already validated; `[""]` means all namespaces), with `config` applied to every
 /// Deployment.
@@ -83,9 +109,8 @@ pub fn generate(
     install_namespace: &str,
     targets: &[String],
     config: Option<&DeploymentConfig>,
-    cert_provider: CertProvider,
-    protected_namespaces: &[String],
-) -> Result<Vec<DynamicObject>, ConvertError> {
+    settings: &webhooks::Settings<'_>,
+) -> Result<Generated, ConvertError> {
     let csv = &bundle.csv;
     let csv_name = csv.metadata.name.as_str();
     let invalid_csv = |message: String| ConvertError::InvalidCsv {
@@ -115,8 +140,9 @@ pub fn generate(
         &webhooks::Context {
             install_namespace,
             targets,
-            provider: cert_provider,
-            protected_namespaces,
+            provider: settings.provider,
+            protected_namespaces: settings.protected_namespaces,
+            selector_policy: settings.selector_policy,
         },
     )
     .map_err(invalid_csv)?;
@@ -227,9 +253,10 @@ pub fn generate(
     objects.extend(cluster_roles);
     objects.extend(cluster_role_bindings);
 
-    let mut generated: Vec<DynamicObject> = objects
+    let mut adjustments = webhooks.adjustments.clone();
+    let mut generated: Vec<(Origin, DynamicObject)> = objects
         .into_iter()
-        .map(to_object)
+        .map(|object| to_object(object).map(|object| (Origin::Generated, object)))
         .collect::<Result<_, _>>()?;
 
     let mut crds = Vec::new();
@@ -257,13 +284,13 @@ pub fn generate(
                     .get_or_insert_with(BTreeMap::new)
                     .extend(annotations.clone());
             }
-            crds.push(crd);
+            crds.push((Origin::Manifest(file.clone()), crd));
         } else if NAMESPACED_KINDS.contains(&kind) {
             let mut object = object.clone();
             object.metadata.namespace = Some(install_namespace.to_owned());
-            others.push(object);
+            others.push((Origin::Manifest(file.clone()), object));
         } else if CLUSTER_KINDS.contains(&kind) {
-            others.push(object.clone());
+            others.push((Origin::Manifest(file.clone()), object.clone()));
         } else {
             return Err(ConvertError::UnsupportedKind {
                 file: file.clone(),
@@ -279,12 +306,27 @@ pub fn generate(
         .into_iter()
         .partition(|o| !matches!(o["kind"].as_str(), Some(k) if k.ends_with("WebhookConfiguration") || k == "APIService"));
     for object in services_and_certificates {
-        generated.push(to_object(object)?);
+        generated.push((Origin::Generated, to_object(object)?));
     }
 
     let target_list = targets.join(",");
-    for deployment in &strategy.deployments {
+    for (index, deployment) in strategy.deployments.iter().enumerate() {
         let mut spec = deployment.spec.clone();
+        let dropped =
+            crate::undeclared::remove::<k8s_openapi::api::apps::v1::DeploymentSpec>(&mut spec);
+        if !dropped.is_empty() {
+            adjustments.push(format!(
+                "Deployment {} (spec.install.spec.deployments[{index}]): dropped {}, which \
+                 Kubernetes does not have and the API server would refuse (OLM drops {} too)",
+                deployment.name,
+                dropped
+                    .iter()
+                    .map(|field| format!("spec.{}", field.path))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if dropped.len() == 1 { "it" } else { "them" },
+            ));
+        }
         let mut annotations: BTreeMap<String, Value> = csv
             .metadata
             .annotations
@@ -353,12 +395,107 @@ pub fn generate(
                     message,
                 })?;
         }
-        generated.push(to_object(object)?);
+        generated.push((Origin::Generated, to_object(object)?));
     }
     for object in admission {
-        generated.push(to_object(object)?);
+        generated.push((Origin::Generated, to_object(object)?));
     }
-    Ok(generated)
+    let (objects, duplicates) = one_per_identity(generated)?;
+    adjustments.extend(duplicates);
+    Ok(Generated {
+        objects,
+        adjustments,
+    })
+}
+
+/// An object's identity: API group, kind, namespace and name (two versions of one group
+/// name the same object).
+fn identity(object: &DynamicObject) -> (String, String, String, String) {
+    let (group, kind) = object
+        .types
+        .as_ref()
+        .map_or_else(Default::default, |types| {
+            let group = types
+                .api_version
+                .rsplit_once('/')
+                .map_or("", |(group, _)| group);
+            (group.to_owned(), types.kind.clone())
+        });
+    (
+        group,
+        kind,
+        object.metadata.namespace.clone().unwrap_or_default(),
+        object.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// `kind "name"` or `kind "name" in namespace "ns"`, for messages.
+fn describe(object: &DynamicObject) -> String {
+    let (_, kind, namespace, name) = identity(object);
+    if namespace.is_empty() {
+        format!("{kind} {name:?}")
+    } else {
+        format!("{kind} {name:?} in namespace {namespace:?}")
+    }
+}
+
+/// Keeps one object per identity (see the module docs): the first of identical manifests,
+/// the generated one over a manifest's; manifests that differ are refused. The objects in
+/// their order, and a sentence per object left out.
+fn one_per_identity(
+    objects: Vec<(Origin, DynamicObject)>,
+) -> Result<(Vec<DynamicObject>, Vec<String>), ConvertError> {
+    let mut kept: Vec<(Origin, DynamicObject)> = Vec::with_capacity(objects.len());
+    let mut index: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
+    let mut adjustments = Vec::new();
+    for (origin, object) in objects {
+        let key = identity(&object);
+        let Some(&at) = index.get(&key) else {
+            index.insert(key, kept.len());
+            kept.push((origin, object));
+            continue;
+        };
+        let (first_origin, first) = &kept[at];
+        match (first_origin, &origin) {
+            (Origin::Manifest(first_file), Origin::Manifest(file)) => {
+                if serde_json::to_value(first).ok() != serde_json::to_value(&object).ok() {
+                    return Err(ConvertError::ConflictingDuplicate {
+                        what: describe(&object),
+                        first: first_file.clone(),
+                        second: file.clone(),
+                    });
+                }
+                adjustments.push(format!(
+                    "{} is defined identically in {first_file} and {file}; it is installed once",
+                    describe(&object)
+                ));
+            }
+            (Origin::Manifest(file), Origin::Generated) => {
+                adjustments.push(format!(
+                    "{} of {file} is replaced by the one generated from the CSV, as OLM \
+                     replaces it",
+                    describe(&object)
+                ));
+                kept.remove(at);
+                index.clear();
+                for (position, (_, object)) in kept.iter().enumerate() {
+                    index.insert(identity(object), position);
+                }
+                index.insert(key, kept.len());
+                kept.push((origin, object));
+            }
+            (Origin::Generated, Origin::Manifest(file)) => adjustments.push(format!(
+                "{} of {file} is replaced by the one generated from the CSV, as OLM replaces it",
+                describe(&object)
+            )),
+            // The conversion never makes one object twice; keep the first if it did.
+            (Origin::Generated, Origin::Generated) => {}
+        }
+    }
+    Ok((
+        kept.into_iter().map(|(_, object)| object).collect(),
+        adjustments,
+    ))
 }
 
 /// The first name that appears twice.

@@ -28,12 +28,19 @@
 //! naming a Deployment the CSV does not have, a port out of range, names that are not DNS
 //! subdomains or repeat, a conversion webhook for a CRD the bundle does not own (or one CRD
 //! served by two), a conversion webhook in a bundle that supports more than the
-//! AllNamespaces install mode (a CRD is cluster-wide; OLM refuses it too), rules on every API
-//! group, on webhook configurations or on this system's own API groups (a broken webhook
-//! there could never be removed by the system that installed it), and rules that would send
-//! the requests of a protected namespace (`kube-system`, the installer's own) for the
-//! objects this system and the cluster keep there (pods, ConfigMaps, Secrets, leases, ...)
-//! to the operator.
+//! AllNamespaces install mode (a CRD is cluster-wide; OLM refuses it too), and rules that no
+//! setting makes safe: rules on every API group, on webhook configurations or on this
+//! system's own API groups (a broken webhook there could never be removed by the system that
+//! installed it).
+//!
+//! Made safe rather than refused: an admission webhook whose rules reach the objects the
+//! cluster and this system keep in the protected namespaces (pods, ConfigMaps, Secrets,
+//! leases, ... in `kube-system`, `kube-node-lease`, the installer's own and those the
+//! administrator lists) gets a `namespaceSelector` that also excludes those namespaces
+//! (`kubernetes.io/metadata.name NotIn [...]`, added to the vendor's own requirements, nothing
+//! else changed), so a webhook whose server is down cannot stop the control plane. Each such
+//! change is reported as an adjustment. [`SelectorPolicy::AsWritten`] keeps the vendor's
+//! selector exactly, as OLM does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
@@ -89,6 +96,9 @@ const PROTECTED_RESOURCES: &[&str] = &[
 ];
 /// The namespace every cluster protects; the installer's own are added by its settings.
 pub const KUBE_SYSTEM: &str = "kube-system";
+/// The namespaces every cluster protects: the control plane's and the nodes' heartbeats
+/// (a webhook on leases there with its server down would mark every node unready).
+pub const ALWAYS_PROTECTED: &[&str] = &[KUBE_SYSTEM, "kube-node-lease"];
 /// The longest object name.
 const MAX_NAME_LENGTH: usize = 63;
 
@@ -138,6 +148,51 @@ impl FromStr for CertProvider {
 }
 
 impl std::fmt::Display for CertProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What happens to an admission webhook whose rules reach the protected namespaces'
+/// system objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SelectorPolicy {
+    /// Its `namespaceSelector` also excludes the protected namespaces (the default).
+    #[default]
+    ExcludeProtected,
+    /// Its `namespaceSelector` is exactly the vendor's, as OLM renders it.
+    AsWritten,
+}
+
+impl SelectorPolicy {
+    /// Every policy's name, as the flag, the class parameter and the deployment config spell it.
+    pub const NAMES: [&'static str; 2] = ["exclude-protected", "as-written"];
+
+    /// The name the flag, the class parameter and the deployment config use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ExcludeProtected => Self::NAMES[0],
+            Self::AsWritten => Self::NAMES[1],
+        }
+    }
+}
+
+impl FromStr for SelectorPolicy {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "exclude-protected" => Ok(Self::ExcludeProtected),
+            "as-written" => Ok(Self::AsWritten),
+            other => Err(format!(
+                "unknown webhook namespace selector policy {other:?}; use one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SelectorPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
@@ -287,6 +342,19 @@ struct ApiService {
     port: i64,
 }
 
+/// How the administrator has webhooks rendered: the certificate provider and what the
+/// webhooks are kept out of.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings<'a> {
+    /// Who makes the serving certificates.
+    pub provider: CertProvider,
+    /// Namespaces no webhook may intercept the system's objects in, besides
+    /// [`ALWAYS_PROTECTED`].
+    pub protected_namespaces: &'a [String],
+    /// Whether webhooks reaching the protected namespaces are kept out of them.
+    pub selector_policy: SelectorPolicy,
+}
+
 /// How webhooks are rendered: the namespaces, targets and certificate provider.
 #[derive(Debug, Clone)]
 pub struct Context<'a> {
@@ -296,8 +364,11 @@ pub struct Context<'a> {
     pub targets: &'a [String],
     /// Who makes the serving certificates.
     pub provider: CertProvider,
-    /// Namespaces no webhook may intercept the system's objects in, besides `kube-system`.
+    /// Namespaces no webhook may intercept the system's objects in, besides
+    /// [`ALWAYS_PROTECTED`].
     pub protected_namespaces: &'a [String],
+    /// Whether webhooks reaching the protected namespaces are kept out of them.
+    pub selector_policy: SelectorPolicy,
 }
 
 /// What the webhooks and API services of a bundle add to its objects.
@@ -311,6 +382,8 @@ pub struct Rendered {
     pub conversions: BTreeMap<String, (Value, BTreeMap<String, String>)>,
     /// The serving certificate Secret to mount, per Deployment name.
     pub cert_secrets: BTreeMap<String, String>,
+    /// What was changed from the vendor's definitions to install safely, as sentences.
+    pub adjustments: Vec<String>,
 }
 
 /// Reads and checks the bundle's webhooks and owned API services and renders their objects.
@@ -323,7 +396,7 @@ pub fn render(bundle: &Bundle, ctx: &Context<'_>) -> Result<Rendered, String> {
     }
     check_conversions(bundle, &webhooks)?;
     for webhook in &webhooks {
-        check_rules(webhook, ctx)?;
+        check_rules(webhook)?;
     }
 
     let mut rendered = Rendered::default();
@@ -424,6 +497,11 @@ pub fn render(bundle: &Bundle, ctx: &Context<'_>) -> Result<Rendered, String> {
             }
             WebhookType::Validating | WebhookType::Mutating => {
                 let raw = &webhook.raw;
+                let mut selector = namespace_selector(ctx.targets, raw);
+                if let Some((safer, adjustment)) = protect(webhook, selector.as_ref(), ctx) {
+                    selector = Some(safer);
+                    rendered.adjustments.push(adjustment);
+                }
                 let mut entry = json!({
                     "name": webhook.name,
                     "clientConfig": client_config(raw.webhook_path.as_deref()),
@@ -439,7 +517,7 @@ pub fn render(bundle: &Bundle, ctx: &Context<'_>) -> Result<Rendered, String> {
                     ("matchPolicy", raw.match_policy.as_ref().map(|v| json!(v))),
                     ("objectSelector", raw.object_selector.clone()),
                     ("timeoutSeconds", raw.timeout_seconds.map(|v| json!(v))),
-                    ("namespaceSelector", namespace_selector(ctx.targets, raw)),
+                    ("namespaceSelector", selector),
                 ];
                 for (key, value) in optional {
                     if let Some(value) = value.filter(|v| !v.is_null()) {
@@ -878,19 +956,22 @@ fn check_conversions(bundle: &Bundle, webhooks: &[Webhook]) -> Result<(), String
     Ok(())
 }
 
-/// Refuses rules that could stop the cluster or this system from working or from removing
-/// the webhook (see the module docs).
-fn check_rules(webhook: &Webhook, ctx: &Context<'_>) -> Result<(), String> {
+/// Refuses rules that no setting makes safe: a failing webhook on them could stop the
+/// cluster or this system from working or from removing the webhook (see the module docs).
+fn check_rules(webhook: &Webhook) -> Result<(), String> {
     if webhook.kind == WebhookType::Conversion {
         return Ok(());
     }
+    let way_out = "no setting of this installer makes such a webhook safe; ask the operator's \
+                   vendor for a bundle whose webhook lists the API groups and resources it needs";
     for (index, rule) in webhook.raw.rules.iter().enumerate() {
         let field = format!("{}.rules[{index}]", webhook.field);
         for group in &rule.api_groups {
             if FORBIDDEN_RULE_GROUPS.contains(&group.as_str()) {
                 return Err(format!(
                     "{field} intercepts API group {group:?}; webhooks may not intercept every API \
-                     group or the installer's own groups ({}), which a failing webhook would lock",
+                     group or the installer's own groups ({}), which a failing webhook would \
+                     lock: {way_out}",
                     FORBIDDEN_RULE_GROUPS[1..].join(", ")
                 ));
             }
@@ -901,42 +982,98 @@ fn check_rules(webhook: &Webhook, ctx: &Context<'_>) -> Result<(), String> {
             {
                 return Err(format!(
                     "{field} intercepts {resource:?} of admissionregistration.k8s.io; a webhook \
-                     on webhook configurations could keep itself from being removed"
-                ));
-            }
-        }
-    }
-    let selector = namespace_selector(ctx.targets, &webhook.raw);
-    let protected =
-        std::iter::once(KUBE_SYSTEM).chain(ctx.protected_namespaces.iter().map(String::as_str));
-    for namespace in protected {
-        if !selector_matches(selector.as_ref(), namespace) {
-            continue;
-        }
-        for protected in PROTECTED_RESOURCES {
-            let (group, resource) = protected.split_once('/').unwrap_or(("", protected));
-            if let Some(index) = webhook
-                .raw
-                .rules
-                .iter()
-                .position(|rule| rule.intercepts(group, resource))
-            {
-                let what = if group.is_empty() {
-                    resource.to_owned()
-                } else {
-                    format!("{resource}.{group}")
-                };
-                return Err(format!(
-                    "{}.rules[{index}] would intercept {what} in namespace {namespace:?}, which \
-                     the cluster and this installer depend on; give the webhook a \
-                     namespaceSelector that excludes it (kubernetes.io/metadata.name NotIn \
-                     [{namespace}]) or install it for specific target namespaces",
-                    webhook.field
+                     on webhook configurations could keep itself from being removed: {way_out}"
                 ));
             }
         }
     }
     Ok(())
+}
+
+/// The protected namespaces (always, then the settings'), each once, in order.
+fn protected_namespaces<'a>(ctx: &'a Context<'_>) -> Vec<&'a str> {
+    let mut namespaces: Vec<&str> = Vec::new();
+    for namespace in ALWAYS_PROTECTED
+        .iter()
+        .copied()
+        .chain(ctx.protected_namespaces.iter().map(String::as_str))
+    {
+        if !namespace.is_empty() && !namespaces.contains(&namespace) {
+            namespaces.push(namespace);
+        }
+    }
+    namespaces
+}
+
+/// For an admission webhook whose rules reach what the cluster and this system keep in a
+/// protected namespace its `selector` selects: the selector that also excludes those
+/// namespaces, and the sentence that reports the change. `None` when nothing needs to change
+/// or the policy keeps the vendor's selector.
+fn protect(
+    webhook: &Webhook,
+    selector: Option<&Value>,
+    ctx: &Context<'_>,
+) -> Option<(Value, String)> {
+    if ctx.selector_policy == SelectorPolicy::AsWritten || webhook.kind == WebhookType::Conversion {
+        return None;
+    }
+    let reached: Vec<String> = PROTECTED_RESOURCES
+        .iter()
+        .filter_map(|protected| {
+            let (group, resource) = protected.split_once('/').unwrap_or(("", protected));
+            webhook
+                .raw
+                .rules
+                .iter()
+                .any(|rule| rule.intercepts(group, resource))
+                .then(|| {
+                    if group.is_empty() {
+                        resource.to_owned()
+                    } else {
+                        format!("{resource}.{group}")
+                    }
+                })
+        })
+        .collect();
+    if reached.is_empty() {
+        return None;
+    }
+    let excluded: Vec<&str> = protected_namespaces(ctx)
+        .into_iter()
+        .filter(|namespace| selector_matches(selector, namespace))
+        .collect();
+    if excluded.is_empty() {
+        return None;
+    }
+    let mut safer = selector.cloned().unwrap_or_else(|| json!({}));
+    let requirement = json!({
+        "key": NAMESPACE_NAME_LABEL,
+        "operator": "NotIn",
+        "values": excluded,
+    });
+    match safer
+        .get_mut("matchExpressions")
+        .and_then(Value::as_array_mut)
+    {
+        Some(expressions) => expressions.push(requirement),
+        None => safer["matchExpressions"] = json!([requirement]),
+    }
+    let kind = if webhook.kind == WebhookType::Mutating {
+        "MutatingWebhookConfiguration"
+    } else {
+        "ValidatingWebhookConfiguration"
+    };
+    let adjustment = format!(
+        "{kind} {} ({}) would intercept {} in {}, which the cluster and the installer depend \
+         on; its namespaceSelector now also excludes {}, so the webhook cannot stop them while \
+         its server is down (webhookNamespaceSelector: as-written keeps the vendor's selector)",
+        webhook.name,
+        webhook.field,
+        reached.join(", "),
+        excluded.join(", "),
+        if excluded.len() == 1 { "it" } else { "them" },
+    );
+    Some((safer, adjustment))
 }
 
 /// Whether a namespace selector (`None`: every namespace) selects `namespace`, judged on the

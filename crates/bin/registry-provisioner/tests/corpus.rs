@@ -610,6 +610,7 @@ fn permissions_text(rng: &mut Rng, key: &str, accounts: &[String], groups: &[Str
 }
 
 fn deployment_text(rng: &mut Rng, name: &str, account: &str, merge_keys: bool) -> String {
+    let undeclared = UndeclaredFields::random(rng);
     // A label value holds at most 63 characters (authors shorten long names, as OLM would
     // otherwise fail the install).
     let value: String = name.chars().take(63).collect();
@@ -639,9 +640,53 @@ fn deployment_text(rng: &mut Rng, name: &str, account: &str, merge_keys: bool) -
         format!("              serviceAccountName: {account}\n")
     };
     format!(
-        "      - name: {name}\n        label:\n          control-plane: {value}\n        spec:\n          replicas: {replicas}\n          revisionHistoryLimit: 10\n          selector:\n{selector}          strategy: {{}}\n          template:\n            metadata:\n{labels}{annotations}            spec:\n{account_line}              securityContext:\n                runAsNonRoot: true\n              containers:\n              - name: manager\n                image: quay.io/example/{name}@sha256:{:064x}\n                args: [--leader-elect, --metrics-bind-address=:8080]\n                env:\n                - name: WATCH_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.targetNamespaces']\n                - name: OPERATOR_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.operatorNamespace']\n                - name: EMPTY\n                  value: null\n                resources:\n                  limits: {{cpu: 500m, memory: 128Mi}}\n                  requests: {{cpu: 10m, memory: 64Mi}}\n              terminationGracePeriodSeconds: 10\n",
-        rng.next()
+        "      - name: {name}\n        label:\n          control-plane: {value}\n        spec:\n          replicas: {replicas}\n          revisionHistoryLimit: 10\n          selector:\n{selector}          strategy: {{}}\n          template:\n            metadata:\n{labels}{annotations}            spec:\n{account_line}              securityContext:\n                runAsNonRoot: true\n              containers:\n              - name: manager\n                image: quay.io/example/{name}@sha256:{:064x}\n                args: [--leader-elect, --metrics-bind-address=:8080]\n                env:\n                - name: WATCH_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.targetNamespaces']\n                - name: OPERATOR_NAMESPACE\n                  valueFrom:\n                    fieldRef:\n                      fieldPath: metadata.annotations['olm.operatorNamespace']\n                - name: EMPTY\n                  value: null\n                resources:\n                  limits: {{cpu: 500m, memory: 128Mi}}\n                  requests: {{cpu: 10m, memory: 64Mi}}\n{probe}              terminationGracePeriodSeconds: 10\n{volumes}",
+        rng.next(),
+        probe = undeclared.probe,
+        volumes = undeclared.volumes,
     )
+    .replacen("          strategy: {}\n", undeclared.strategy, 1)
+    .replacen(
+        "          template:\n",
+        if undeclared.template_containers {
+            "          template:\n            containers: []\n"
+        } else {
+            "          template:\n"
+        },
+        1,
+    )
+}
+
+/// Fields published CSVs carry in deployment specs that Kubernetes does not have (OLM drops
+/// them; render must too, or server-side apply refuses the Deployment), or none.
+struct UndeclaredFields {
+    probe: &'static str,
+    volumes: &'static str,
+    strategy: &'static str,
+    /// `containers` one level too high, beside the template's `spec`.
+    template_containers: bool,
+}
+
+impl UndeclaredFields {
+    fn random(rng: &mut Rng) -> Self {
+        let mut fields = Self {
+            probe: "",
+            volumes: "",
+            strategy: "          strategy: {}\n",
+            template_containers: false,
+        };
+        if rng.chance(60) {
+            fields.probe = "                readinessProbe:\n                  httpGet: {path: /readyz, port: 8081}\n                  resources:\n                    requests: {cpu: 10m}\n";
+        }
+        if rng.chance(60) {
+            fields.volumes = "              volumes:\n              - name: tmp\n                defaultMode: 420\n                emptyDir: {}\n";
+        }
+        if rng.chance(40) {
+            fields.strategy = "          strategy: {}\n          metadata:\n            labels: {app: operator}\n";
+        }
+        fields.template_containers = rng.chance(30);
+        fields
+    }
 }
 
 /// Extra manifests OLM supports, each `(file stem, text)`.
@@ -840,6 +885,7 @@ fn generate(seed: u64, index: usize) -> Generated {
     }
 
     // Webhooks and API services.
+    let mut extra_services: Vec<(String, String)> = Vec::new();
     let webhooks = rng.chance(190);
     let webhooks_text = if webhooks {
         let kind = rng.pick(&[
@@ -867,8 +913,31 @@ fn generate(seed: u64, index: usize) -> Generated {
         } else {
             String::new()
         };
+        // Operators that inject sidecars or validate configuration intercept core kinds in
+        // every namespace, with no namespaceSelector; 0 or no targetPort means the port.
+        let (group, resources) = if *kind == "ConversionWebhook" || rng.chance(500) {
+            ("example.com", "[clusters]")
+        } else {
+            (
+                "\"\"",
+                *rng.pick(&[
+                    "[pods]",
+                    "[configmaps, secrets]",
+                    "[services, endpoints]",
+                    "[pods, pods/exec]",
+                ]),
+            )
+        };
+        let target_port = *rng.pick(&["    targetPort: 9443\n", "    targetPort: 0\n", ""]);
+        if rng.chance(300) {
+            // A Service shipped under the name OLM gives the webhook Service.
+            extra_services.push((
+                "webhook-service".to_owned(),
+                format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: {}\nspec:\n  ports:\n  - port: 443\n    targetPort: 9443\n  selector:\n    control-plane: controller-manager\n", registry_provisioner::webhooks::service_name(&format!("{package}-controller-manager"))),
+            ));
+        }
         format!(
-            "  webhookdefinitions:\n  - type: {kind}\n    admissionReviewVersions: [v1]\n    containerPort: 9443\n    targetPort: 9443\n    deploymentName: {package}-controller-manager\n    failurePolicy: Fail\n    generateName: v{}.kb.io\n    sideEffects: None\n    webhookPath: /validate\n{conversion_crds}    rules:\n    - apiGroups: [example.com]\n      apiVersions: [v1]\n      operations: [CREATE, UPDATE]\n      resources: [clusters]\n",
+            "  webhookdefinitions:\n  - type: {kind}\n    admissionReviewVersions: [v1]\n    containerPort: 9443\n{target_port}    deploymentName: {package}-controller-manager\n    failurePolicy: Fail\n    generateName: v{}.kb.io\n    sideEffects: None\n    webhookPath: /validate\n{conversion_crds}    rules:\n    - apiGroups: [{group}]\n      apiVersions: [v1]\n      operations: [CREATE, UPDATE]\n      resources: {resources}\n",
             lower(&package).replace('.', "-")
         )
     } else if rng.chance(100) {
@@ -928,8 +997,15 @@ fn generate(seed: u64, index: usize) -> Generated {
         files.push((crd.file.clone(), Encoding::random(rng).bytes(&crd.text)));
     }
 
-    // Extra manifests, sometimes several per file.
-    let extras = extra_manifests(rng, &package);
+    // Extra manifests, sometimes several per file, sometimes one twice in two files (as
+    // bundles assembled by two generators are).
+    let mut extras = extra_manifests(rng, &package);
+    extras.extend(extra_services);
+    if rng.chance(100)
+        && let Some((stem, text)) = extras.first().cloned()
+    {
+        extras.push((format!("{stem}-copy"), text));
+    }
     if rng.chance(300) && extras.len() > 1 {
         let joined = extras
             .iter()
@@ -1053,7 +1129,8 @@ fn rule_of(err: &ConvertError) -> String {
 }
 
 enum Outcome {
-    Converted,
+    /// Converted, with the kinds of adjustment made (see [`adjustment_kind`]).
+    Converted(Vec<&'static str>),
     Refused(String, String),
     Crashed(String),
     /// Converted, but the output breaks a rule the API server enforces.
@@ -1068,7 +1145,7 @@ fn render_once(bundle: &Generated, options: &Options) -> Outcome {
             options,
         )?;
         let yaml = render::to_yaml(&conversion.objects).map_err(|err| err.to_string());
-        Ok::<_, ConvertError>((conversion.objects, yaml))
+        Ok::<_, ConvertError>((conversion.objects, conversion.adjustments, yaml))
     }));
     match result {
         Err(panic) => Outcome::Crashed(
@@ -1079,8 +1156,8 @@ fn render_once(bundle: &Generated, options: &Options) -> Outcome {
                 .unwrap_or_default(),
         ),
         Ok(Err(err)) => Outcome::Refused(rule_of(&err), err.to_string()),
-        Ok(Ok((_, Err(err)))) => Outcome::Invalid(format!("failed to write YAML: {err}")),
-        Ok(Ok((objects, Ok(yaml)))) => {
+        Ok(Ok((_, _, Err(err)))) => Outcome::Invalid(format!("failed to write YAML: {err}")),
+        Ok(Ok((objects, adjustments, Ok(yaml)))) => {
             let documents: Vec<Value> = match serde_yaml_ng::Deserializer::from_str(&yaml)
                 .map(|doc| serde::Deserialize::deserialize(doc).map_err(|e| e.to_string()))
                 .collect::<Result<_, _>>()
@@ -1099,8 +1176,27 @@ fn render_once(bundle: &Generated, options: &Options) -> Outcome {
                     ));
                 }
             }
-            Outcome::Converted
+            let mut kinds: Vec<&'static str> =
+                adjustments.iter().map(|a| adjustment_kind(a)).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            Outcome::Converted(kinds)
         }
+    }
+}
+
+/// What an adjustment reported by the conversion is, for the table.
+fn adjustment_kind(adjustment: &str) -> &'static str {
+    if adjustment.contains("its namespaceSelector now also excludes") {
+        "webhook kept out of the protected namespaces"
+    } else if adjustment.contains("which Kubernetes does not have") {
+        "fields Kubernetes does not have dropped from a Deployment"
+    } else if adjustment.contains("is defined identically in") {
+        "identical manifests installed once"
+    } else if adjustment.contains("is replaced by the one generated from the CSV") {
+        "manifest replaced by the object OLM generates"
+    } else {
+        "other"
     }
 }
 
@@ -1340,6 +1436,8 @@ struct Report {
     webhook_bundles: usize,
     api_service_bundles: usize,
     bytes: usize,
+    /// Adjustment kind -> (bundles, renders) converted with it.
+    adjustments: BTreeMap<&'static str, (usize, usize)>,
 }
 
 fn run(seed: u64, count: usize) -> Report {
@@ -1357,12 +1455,20 @@ fn run(seed: u64, count: usize) -> Report {
             bundle.supported.iter().map(|m| options_for(m)).collect()
         };
         let mut bundle_rule: Option<String> = None;
+        let mut bundle_adjusted = std::collections::BTreeSet::new();
         let mut all_converted = true;
         for options in &runs {
             report.renders += 1;
             match render_once(&bundle, options) {
-                Outcome::Converted => {
+                Outcome::Converted(kinds) => {
                     report.converted_renders += 1;
+                    for kind in kinds {
+                        let counts = report.adjustments.entry(kind).or_default();
+                        counts.1 += 1;
+                        if bundle_adjusted.insert(kind) {
+                            counts.0 += 1;
+                        }
+                    }
                     if !bundle.planted.is_empty() {
                         report.unplanted.push(format!(
                             "bundle {index} ({}) converted with {:?} although {:?} was planted",
@@ -1438,6 +1544,12 @@ impl Report {
         for (rule, (bundles, renders)) in &self.refusals {
             let _ = writeln!(out, "| refused: {rule} | {bundles} | {renders} |");
         }
+        for (kind, (bundles, renders)) in &self.adjustments {
+            let _ = writeln!(
+                out,
+                "| converted, adjusted: {kind} | {bundles} | {renders} |"
+            );
+        }
         let _ = writeln!(
             out,
             "| crashed | {} | {} |",
@@ -1498,6 +1610,22 @@ fn a_sample_of_generated_bundles_renders_without_crashes_or_unplanted_refusals()
     report.assert_clean();
     assert!(report.converted_bundles > 40);
     assert!(report.v1beta1_converted > 0 && report.quirky_converted > 0);
+    // Every shape the conversion adjusts rather than refuses is in the sample.
+    for kind in [
+        "webhook kept out of the protected namespaces",
+        "fields Kubernetes does not have dropped from a Deployment",
+        "identical manifests installed once",
+        "manifest replaced by the object OLM generates",
+    ] {
+        assert!(
+            report
+                .adjustments
+                .get(kind)
+                .is_some_and(|(bundles, _)| *bundles > 0),
+            "no bundle of the sample was adjusted for: {kind}"
+        );
+    }
+    assert!(!report.adjustments.contains_key("other"));
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Golden tests: every directory under `tests/golden/<case>/` holds a registry+v1 bundle
 //! (`bundle/`), the conversion options (`options.yaml`, the keys of a BundleDeployment's
 //! `spec.config`; optionally `deployment-config.yaml`, what `render --deployment-config`
-//! reads) and the expected result: `expected.yaml` (the `render` output) or
-//! `expected.error` (the error message). Run with `UPDATE_GOLDEN=1` to rewrite the expected
+//! reads) and the expected result: `expected.yaml` (the `render` output) with
+//! `expected.adjustments` (what render reports it changed, one per line; absent when it
+//! changed nothing), or `expected.error` (the error message). Run with `UPDATE_GOLDEN=1` to rewrite the expected
 //! files after a deliberate change; a missing expected file fails the test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -20,12 +21,15 @@ const CASES: &[&str] = &[
     "all-namespaces",
     "apiservice",
     "deployment-config",
+    "duplicate-conflict",
     "extra-objects",
     "huge-crd",
     "messy",
     "missing-csv",
     "multi-namespace",
     "no-default-target",
+    "olm-shapes",
+    "olm-shapes-as-written",
     "own-namespace",
     "single-namespace",
     "two-csvs",
@@ -68,7 +72,18 @@ fn options(case: &str) -> Options {
             .as_str()
             .map(|name| name.parse().unwrap())
             .unwrap_or_default(),
-        protected_namespaces: vec!["rukpak-system".to_owned()],
+        protected_namespaces: std::iter::once("rukpak-system".to_owned())
+            .chain(
+                value["protectedNamespaces"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|ns| ns.as_str().unwrap().to_owned()),
+            )
+            .collect(),
+        webhook_namespace_selector: value["webhookNamespaceSelector"]
+            .as_str()
+            .map(|name| name.parse().unwrap()),
     }
 }
 
@@ -85,17 +100,43 @@ fn bundle_dir(case: &str) -> PathBuf {
 
 /// Converts files and renders them as `render` does: the YAML stream, or the error message.
 fn render_files(files: &[(String, Vec<u8>)], options: &Options) -> Result<String, String> {
+    render_with_adjustments(files, options).map(|(yaml, _)| yaml)
+}
+
+/// The YAML stream and the adjustments, or the error message.
+fn render_with_adjustments(
+    files: &[(String, Vec<u8>)],
+    options: &Options,
+) -> Result<(String, Vec<String>), String> {
     let converted = conversion(
         files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
         options,
     )
     .map_err(|err| err.to_string())?;
-    Ok(render::to_yaml(&converted.objects).unwrap())
+    Ok((
+        render::to_yaml(&converted.objects).unwrap(),
+        converted.adjustments,
+    ))
 }
 
 fn render_case(case: &str) -> Result<String, String> {
     let files = render::read_dir(&bundle_dir(case)).unwrap();
-    render_files(&files, &options(case))
+    let (yaml, adjustments) = render_with_adjustments(&files, &options(case))?;
+    let path = golden(case).join("expected.adjustments");
+    if adjustments.is_empty() {
+        if updating() {
+            let _ = std::fs::remove_file(&path);
+        }
+        assert!(
+            !path.exists(),
+            "{case} adjusts nothing but has an expected.adjustments"
+        );
+    } else {
+        let mut text = adjustments.join("\n");
+        text.push('\n');
+        compare(case, "expected.adjustments", &text);
+    }
+    Ok(yaml)
 }
 
 /// Compares `actual` with `<case>/<file>`, or writes it there under `UPDATE_GOLDEN=1`.
@@ -713,6 +754,180 @@ fn an_owned_api_service_is_served_with_its_webhook_on_one_service() {
 }
 
 #[test]
+fn webhooks_that_reach_system_namespaces_are_kept_out_of_them() {
+    let docs = documents(&converts("olm-shapes"));
+    let not_in_protected = serde_json::json!({
+        "key": "kubernetes.io/metadata.name",
+        "operator": "NotIn",
+        "values": ["kube-system", "kube-node-lease", "rukpak-system"],
+    });
+    // No selector of its own: the exclusion is the whole selector; the rest is the vendor's.
+    let pods = &find(
+        &docs,
+        "MutatingWebhookConfiguration",
+        "mpod.telemetry.example.io",
+    )["webhooks"][0];
+    assert_eq!(
+        pods["namespaceSelector"],
+        serde_json::json!({"matchExpressions": [not_in_protected]})
+    );
+    assert_eq!(pods["failurePolicy"], "Ignore");
+    assert_eq!(
+        pods["objectSelector"]["matchExpressions"][0]["key"],
+        "telemetry.example.io/inject"
+    );
+    // The vendor's own requirements are kept and the exclusion is added to them.
+    let configmaps = &find(
+        &docs,
+        "ValidatingWebhookConfiguration",
+        "vconfigmap.telemetry.example.io",
+    )["webhooks"][0];
+    assert_eq!(
+        configmaps["namespaceSelector"]["matchExpressions"],
+        serde_json::json!([
+            {"key": "telemetry.example.io/ignore", "operator": "DoesNotExist"},
+            not_in_protected,
+        ])
+    );
+    assert_eq!(configmaps["failurePolicy"], "Fail");
+    // A webhook on the operator's own kind reaches nothing protected: left as written.
+    let own = &find(
+        &docs,
+        "ValidatingWebhookConfiguration",
+        "vcollector.telemetry.example.io",
+    )["webhooks"][0];
+    assert!(own.get("namespaceSelector").is_none(), "{own}");
+
+    // Opted out: exactly the vendor's selectors, and nothing refused.
+    let vendor = documents(&converts("olm-shapes-as-written"));
+    let pods = &find(
+        &vendor,
+        "MutatingWebhookConfiguration",
+        "mpod.telemetry.example.io",
+    )["webhooks"][0];
+    assert!(pods.get("namespaceSelector").is_none(), "{pods}");
+    let configmaps = &find(
+        &vendor,
+        "ValidatingWebhookConfiguration",
+        "vconfigmap.telemetry.example.io",
+    )["webhooks"][0];
+    assert_eq!(
+        configmaps["namespaceSelector"],
+        serde_json::json!({"matchExpressions": [
+            {"key": "telemetry.example.io/ignore", "operator": "DoesNotExist"},
+        ]})
+    );
+    let adjustments =
+        std::fs::read_to_string(golden("olm-shapes-as-written").join("expected.adjustments"))
+            .unwrap();
+    assert!(!adjustments.contains("namespaceSelector"), "{adjustments}");
+}
+
+#[test]
+fn a_target_port_of_zero_is_the_container_port_as_olm_reads_it() {
+    let docs = documents(&converts("olm-shapes"));
+    let service = find(
+        &docs,
+        "Service",
+        "telemetry-operator-controller-manager-service",
+    );
+    assert_eq!(
+        service["spec"]["ports"],
+        serde_json::json!([
+            {"name": "443", "port": 443, "targetPort": 9443},
+            {"name": "9443", "port": 9443, "targetPort": 9443},
+        ])
+    );
+}
+
+#[test]
+fn one_object_per_identity_with_olms_precedence() {
+    let yaml = converts("olm-shapes");
+    let docs = documents(&yaml);
+    let count = |kind: &str, name: &str| {
+        docs.iter()
+            .filter(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .count()
+    };
+    // Two identical files: installed once.
+    assert_eq!(
+        count("RoleBinding", "telemetry-operator-leader-election"),
+        1
+    );
+    // The bundle's Service under OLM's name gives way to the generated webhook Service.
+    assert_eq!(
+        count("Service", "telemetry-operator-controller-manager-service"),
+        1
+    );
+    let service = find(
+        &docs,
+        "Service",
+        "telemetry-operator-controller-manager-service",
+    );
+    assert!(service["metadata"].get("labels").is_none(), "{service}");
+    let adjustments =
+        std::fs::read_to_string(golden("olm-shapes").join("expected.adjustments")).unwrap();
+    assert!(
+        adjustments.contains(
+            "RoleBinding \"telemetry-operator-leader-election\" in namespace \"telemetry-operator\" \
+             is defined identically in manifests/leader-election-rolebinding.yaml and \
+             manifests/telemetry-operator-leader-election_rbac.authorization.k8s.io_v1_rolebinding.yaml"
+        ),
+        "{adjustments}"
+    );
+    assert!(
+        adjustments.contains(
+            "Service \"telemetry-operator-controller-manager-service\" in namespace \
+             \"telemetry-operator\" of \
+             manifests/telemetry-operator-controller-manager-service_v1_service.yaml is replaced \
+             by the one generated from the CSV"
+        ),
+        "{adjustments}"
+    );
+    // Two files that define one object differently: refused, naming both.
+    let message = fails(
+        "duplicate-conflict",
+        "manifests/telemetry-operator-leader-election_rbac.authorization.k8s.io_v1_rolebinding.yaml",
+    );
+    assert!(
+        message.contains("manifests/leader-election-rolebinding.yaml"),
+        "{message}"
+    );
+}
+
+#[test]
+fn fields_kubernetes_does_not_have_are_dropped_from_deployments() {
+    let docs = documents(&converts("olm-shapes"));
+    let deployment = find(&docs, "Deployment", "telemetry-operator-controller-manager");
+    let spec = &deployment["spec"];
+    assert!(spec.get("metadata").is_none(), "{spec}");
+    let container = &spec["template"]["spec"]["containers"][0];
+    assert!(container["readinessProbe"].get("resources").is_none());
+    assert_eq!(container["readinessProbe"]["httpGet"]["port"], 8081);
+    assert!(container["ports"][1].get("porst").is_none());
+    assert_eq!(container["ports"][1]["containerPort"], 8080);
+    let volume = spec["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "cert")
+        .unwrap();
+    assert!(volume.get("defaultMode").is_none(), "{volume}");
+    assert_eq!(volume["secret"]["defaultMode"], 420);
+    let adjustments =
+        std::fs::read_to_string(golden("olm-shapes").join("expected.adjustments")).unwrap();
+    assert!(
+        adjustments.contains(
+            "Deployment telemetry-operator-controller-manager (spec.install.spec.deployments[0]): \
+             dropped spec.metadata, spec.template.spec.containers[0].ports[1].porst, \
+             spec.template.spec.containers[0].readinessProbe.resources, \
+             spec.template.spec.volumes[0].defaultMode"
+        ),
+        "{adjustments}"
+    );
+}
+
+#[test]
 fn bad_webhook_definitions_are_refused_naming_the_csv_field() {
     let files = render::read_dir(&golden("webhooks-builtin").join("bundle")).unwrap();
     let csv_path = "manifests/widget-operator.clusterserviceversion.yaml";
@@ -764,14 +979,6 @@ fn bad_webhook_definitions_are_refused_naming_the_csv_field() {
                     serde_json::json!(["core.rukpak.io"])
             }),
             "spec.webhookdefinitions[0].rules[0] intercepts API group \"core.rukpak.io\"",
-        ),
-        (
-            "pods in every namespace",
-            Box::new(|csv| {
-                csv["spec"]["webhookdefinitions"][1]["rules"][0] = serde_json::json!(
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]})
-            }),
-            "spec.webhookdefinitions[1].rules[0] would intercept pods in namespace \"kube-system\", which the cluster and this installer depend on",
         ),
         (
             "a conversion webhook in a bundle that supports more than all namespaces",

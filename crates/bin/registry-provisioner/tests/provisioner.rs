@@ -425,3 +425,101 @@ async fn golden_outputs_are_accepted_by_the_api_server() {
     assert!(checked > 50, "only {checked} objects checked");
     scratch.delete().await;
 }
+
+/// The `olm-shapes` bundle (pod and ConfigMap webhooks without a selector that keeps them out
+/// of kube-system, a Service under OLM's name, a RoleBinding in two files, fields Kubernetes
+/// does not have in its Deployment) installs; what was changed is in `status.adjustments`
+/// and told once by a `BundleAdjusted` Event, and the live objects are the adjusted ones.
+#[tokio::test]
+async fn a_bundle_olm_installs_is_installed_adjusted_and_the_adjustments_are_reported() {
+    let client = client().await;
+    let stack = stack().await;
+    let id = unique_name("shapes");
+    // The CSV suggests its package's name as the install namespace.
+    let namespace = id.clone();
+    // Unique names, and webhooks that never refuse: no server answers on simulated nodes,
+    // and the cluster is shared with other tests.
+    let files = support::golden_bundle(
+        "olm-shapes",
+        &[
+            ("failurePolicy: Fail", "failurePolicy: Ignore"),
+            ("telemetry.example.io", &format!("{id}.example.io")),
+            ("telemetry-operator", &id),
+        ],
+    );
+    let registry = CraneRegistry::start();
+    let image = support::push_bundle(&registry, &files, &format!("bundles/{id}:v0.98.0"));
+    let name = id.clone();
+    create_deployment(&client, stack, &name, &image, None).await;
+    wait_condition(&client, stack, &name, TYPE_INSTALLED, "True").await;
+
+    let deployment = Api::<BundleDeployment>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    let status = deployment.status.unwrap();
+    assert_eq!(status.adjustments.len(), 5, "{:#?}", status.adjustments);
+    let installed = kit::conditions::find(&status.conditions, TYPE_INSTALLED).unwrap();
+    assert!(
+        installed
+            .message
+            .contains("adjusted to install safely (5 changes, see status.adjustments)"),
+        "{}",
+        installed.message
+    );
+
+    // What is live is what the adjustments say.
+    let live: Deployment = Api::namespaced(client.clone(), &namespace)
+        .get(&format!("{id}-controller-manager"))
+        .await
+        .unwrap();
+    let spec = serde_json::to_value(live.spec.unwrap()).unwrap();
+    let container = &spec["template"]["spec"]["containers"][0];
+    assert!(container["readinessProbe"].get("resources").is_none());
+    let pods =
+        Api::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>::all(
+            client.clone(),
+        )
+        .get(&format!("mpod.{id}.example.io"))
+        .await
+        .unwrap();
+    let selector = pods.webhooks.unwrap()[0]
+        .namespace_selector
+        .clone()
+        .unwrap();
+    let excluded = &selector.match_expressions.unwrap()[0];
+    assert_eq!(excluded.operator, "NotIn");
+    assert!(
+        excluded
+            .values
+            .as_ref()
+            .unwrap()
+            .contains(&"kube-system".to_owned())
+    );
+
+    // Told once, not on every reconcile: a resync later there is still one Event.
+    let count_events = || async {
+        Api::<k8s_openapi::api::core::v1::Event>::all(client.clone())
+            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("BundleAdjusted"))
+            .map(|e| e.count.unwrap_or(1))
+            .sum::<i32>()
+    };
+    assert_eq!(count_events().await, 1);
+    let annotated = json!({"metadata": {"annotations": {"olmv1-test/poke": "1"}}});
+    Api::<BundleDeployment>::all(client.clone())
+        .patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&annotated),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(count_events().await, 1);
+    delete_and_wait(&client, &name).await;
+}

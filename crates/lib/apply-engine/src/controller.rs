@@ -77,6 +77,7 @@ pub trait BundleFormat: Send + Sync + 'static {
         Ok(Plan {
             objects: self.objects(files, deployment)?,
             install_namespace: deployment.spec.install_namespace.clone(),
+            adjustments: Vec::new(),
         })
     }
 }
@@ -88,6 +89,9 @@ pub struct Plan {
     pub objects: Vec<DynamicObject>,
     /// The install namespace, if any.
     pub install_namespace: Option<String>,
+    /// What the format changed from the bundle as written so it installs safely, as
+    /// sentences; kept in `status.adjustments` and announced by an Event when they change.
+    pub adjustments: Vec<String>,
 }
 
 /// Settings of the controller.
@@ -897,6 +901,7 @@ async fn review_pending<F: BundleFormat>(
         let Plan {
             mut objects,
             install_namespace,
+            adjustments: _,
         } = ctx.format.plan(&files, deployment, class_parameters)?;
         let mut absent = Vec::new();
         if let Some((namespace, missing)) =
@@ -979,6 +984,7 @@ async fn apply_bundle<F: BundleFormat>(
     let Plan {
         mut objects,
         install_namespace,
+        adjustments,
     } = match ctx.format.plan(&files, deployment, class_parameters) {
         Ok(plan) => plan,
         Err(message) => {
@@ -1059,6 +1065,18 @@ async fn apply_bundle<F: BundleFormat>(
     };
     let warnings = warnings.take();
     announce_apply(ctx, deployment, &warnings, &report.kept).await;
+    if adjustments != current.adjustments && !adjustments.is_empty() {
+        ctx.event(
+            deployment,
+            false,
+            "BundleAdjusted",
+            format!(
+                "the {bundle} Bundle was adjusted to install safely: {}",
+                adjustments.join("; ")
+            ),
+        )
+        .await;
+    }
     let skipped: Vec<InventoryEntry> = report.skipped.iter().map(InventoryEntry::from).collect();
     if skipped != current.skipped && !skipped.is_empty() {
         ctx.event(
@@ -1099,6 +1117,7 @@ async fn apply_bundle<F: BundleFormat>(
                 failed: wait.failed(),
                 inventory: report.inventory,
                 skipped,
+                adjustments,
             },
             progress,
         ));
@@ -1128,6 +1147,7 @@ async fn apply_bundle<F: BundleFormat>(
                 .map(|(key, reason)| format!("{key}: {reason}"))
                 .collect(),
             skipped,
+            adjustments,
         },
         progress,
     ))

@@ -75,6 +75,8 @@ pub enum Outcome {
         kept: Vec<String>,
         /// Optional objects skipped because the cluster does not serve their kind.
         skipped: Vec<InventoryEntry>,
+        /// What the format changed from the bundle as written (see `Plan::adjustments`).
+        adjustments: Vec<String>,
     },
     /// The apply stopped before a phase whose earlier objects do not pass their probes.
     Waiting {
@@ -88,6 +90,8 @@ pub enum Outcome {
         inventory: Vec<InventoryEntry>,
         /// Optional objects skipped because the cluster does not serve their kind.
         skipped: Vec<InventoryEntry>,
+        /// What the format changed from the bundle as written (see `Plan::adjustments`).
+        adjustments: Vec<String>,
     },
     /// With `upgradeApproval: Manual`, the first revision waits for approval; nothing runs.
     AwaitingApproval {
@@ -258,6 +262,7 @@ pub fn next_status(
             warnings,
             kept,
             skipped,
+            adjustments,
         } => {
             set(
                 TYPE_HAS_VALID_BUNDLE,
@@ -281,6 +286,16 @@ pub fn next_status(
                         .collect::<Vec<_>>()
                         .join(", "),
                     if skipped.len() == 1 { "its group" } else { "their groups" },
+                ));
+            }
+            if !adjustments.is_empty() {
+                message.push_str(&format!(
+                    "; adjusted to install safely ({}, see status.adjustments)",
+                    if adjustments.len() == 1 {
+                        "1 change".to_owned()
+                    } else {
+                        format!("{} changes", adjustments.len())
+                    }
                 ));
             }
             if !warnings.is_empty() {
@@ -320,6 +335,7 @@ pub fn next_status(
             next.active_bundle = Some(bundle.clone());
             next.inventory = inventory.clone();
             next.skipped = skipped.clone();
+            next.adjustments = adjustments.clone();
         }
         Outcome::Waiting {
             bundle,
@@ -327,6 +343,7 @@ pub fn next_status(
             failed,
             inventory,
             skipped,
+            adjustments,
         } => {
             set(
                 TYPE_HAS_VALID_BUNDLE,
@@ -374,6 +391,7 @@ pub fn next_status(
             }
             next.inventory = inventory.clone();
             next.skipped = skipped.clone();
+            next.adjustments = adjustments.clone();
         }
         Outcome::AwaitingApproval { bundle, digest } => {
             set(
@@ -618,6 +636,7 @@ mod tests {
             warnings: Vec::new(),
             kept: Vec::new(),
             skipped: Vec::new(),
+            adjustments: Vec::new(),
         }
     }
 
