@@ -1323,6 +1323,78 @@ mod tests {
         assert_eq!(rule.to_value()["operations"], json!(["CREATE"]));
     }
 
+    fn pod_webhook(namespace_selector: Option<Value>) -> Webhook {
+        let raw: RawWebhook = serde_json::from_value(json!({
+            "type": "ValidatingAdmissionWebhook",
+            "generateName": "vpod.example.com",
+            "deploymentName": "op",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "namespaceSelector": namespace_selector,
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+        }))
+        .unwrap();
+        Webhook {
+            field: "spec.webhookdefinitions[0]".to_owned(),
+            kind: WebhookType::Validating,
+            name: "vpod.example.com".to_owned(),
+            deployment: "op".to_owned(),
+            port: 443,
+            target_port: json!(443),
+            raw,
+        }
+    }
+
+    fn context<'a>(
+        targets: &'a [String],
+        protected: &'a [String],
+        policy: SelectorPolicy,
+    ) -> Context<'a> {
+        Context {
+            install_namespace: "ops",
+            targets,
+            provider: CertProvider::BuiltIn,
+            protected_namespaces: protected,
+            selector_policy: policy,
+        }
+    }
+
+    #[test]
+    fn only_the_protected_namespaces_a_selector_still_selects_are_excluded() {
+        let all = vec![String::new()];
+        let protected = vec![
+            "rukpak-system".to_owned(),
+            "kube-system".to_owned(),
+            String::new(),
+        ];
+        let ctx = context(&all, &protected, SelectorPolicy::ExcludeProtected);
+        // The vendor already keeps kube-system out: only the others are added, once each.
+        let vendor = json!({"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system"]}]});
+        let webhook = pod_webhook(Some(vendor.clone()));
+        let (selector, adjustment) = protect(&webhook, Some(&vendor), &ctx).unwrap();
+        assert_eq!(
+            selector["matchExpressions"][1],
+            json!({"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-node-lease", "rukpak-system"]})
+        );
+        assert!(
+            adjustment.contains("pods in kube-node-lease, rukpak-system"),
+            "{adjustment}"
+        );
+        // A selector that selects no protected namespace is left alone.
+        let only_apps = json!({"matchLabels": {NAMESPACE_NAME_LABEL: "apps"}});
+        assert!(protect(&webhook, Some(&only_apps), &ctx).is_none());
+        // Target namespaces that include a protected one: that one is still excluded.
+        let targets = vec!["apps".to_owned(), "kube-system".to_owned()];
+        let ctx = context(&targets, &protected, SelectorPolicy::ExcludeProtected);
+        let selector = namespace_selector(&targets, &webhook.raw);
+        let (safer, _) = protect(&webhook, selector.as_ref(), &ctx).unwrap();
+        assert!(selector_matches(Some(&safer), "apps"));
+        assert!(!selector_matches(Some(&safer), "kube-system"));
+        // As written: nothing changes.
+        let ctx = context(&all, &protected, SelectorPolicy::AsWritten);
+        assert!(protect(&webhook, None, &ctx).is_none());
+    }
+
     #[test]
     fn ports_and_names_are_checked() {
         assert!(port_name("https"));
