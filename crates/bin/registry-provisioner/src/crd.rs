@@ -15,6 +15,9 @@
 //!
 //! v1 requires structural schemas: each version's schema is repaired as
 //! [`crate::structural`] describes, or the CRD is refused with the schema path and rule.
+//!
+//! Every CRD [`to_v1`] returns, converted or shipped as v1, has passed
+//! [`crate::crd_validation`]: the checks the API server makes when a v1 CRD is created.
 
 use kube::api::DynamicObject;
 use serde_json::{Map, Value, json};
@@ -47,21 +50,45 @@ pub const UNAPPROVED: &str = "unapproved, converted from a v1beta1 bundle CRD";
 
 /// Whether `group` is one of the Kubernetes project's (v1 requires
 /// [`API_APPROVED_ANNOTATION`] on CRDs of those groups).
-fn is_protected_group(group: &str) -> bool {
+pub(crate) fn is_protected_group(group: &str) -> bool {
     ["k8s.io", "kubernetes.io"]
         .iter()
         .any(|domain| group == *domain || group.ends_with(&format!(".{domain}")))
 }
 
-/// `crd` as a v1 CRD: unchanged unless it is v1beta1.
+/// `crd` as a v1 CRD: unchanged unless it is v1beta1. Either way the result is then checked
+/// against the API server's rules for v1 CRDs ([`crate::crd_validation`]), so a CRD it would
+/// refuse is refused here, naming the field.
 pub fn to_v1(file: &str, crd: &DynamicObject) -> Result<DynamicObject, ConvertError> {
     let is_v1beta1 = crd
         .types
         .as_ref()
         .is_some_and(|types| types.api_version == V1BETA1);
     if !is_v1beta1 {
+        crate::crd_validation::check(file, crd)?;
         return Ok(crd.clone());
     }
+    let converted = from_v1beta1(file, crd)?;
+    crate::crd_validation::check(file, &converted).map_err(|err| match err {
+        // The path is in the converted CRD, not in the bundle's v1beta1 text: say so.
+        ConvertError::InvalidCrd {
+            file,
+            name,
+            field,
+            message,
+        } => ConvertError::InvalidCrd {
+            file,
+            name,
+            field,
+            message: format!("{message} (the path is in the CRD as converted from v1beta1 to v1)"),
+        },
+        other => other,
+    })?;
+    Ok(converted)
+}
+
+/// `crd`, a v1beta1 CRD, converted to v1 (see the module documentation).
+fn from_v1beta1(file: &str, crd: &DynamicObject) -> Result<DynamicObject, ConvertError> {
     let name = crd.metadata.name.clone().unwrap_or_default();
     let failed = |message: String| ConvertError::CrdConversion {
         file: file.to_owned(),

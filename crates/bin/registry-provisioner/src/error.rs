@@ -180,4 +180,20 @@ pub enum ConvertError {
         /// Where and why.
         problem: Box<crate::structural::SchemaError>,
     },
+    /// A CustomResourceDefinition the provisioner would emit breaks a rule the API server
+    /// applies to `apiextensions.k8s.io/v1` CRDs (see [`crate::crd_validation`]), so
+    /// installing it would fail.
+    #[error(
+        "CustomResourceDefinition {name:?} in {file} cannot be installed: {field} {message}; ask the bundle's author to fix the CRD"
+    )]
+    InvalidCrd {
+        /// File inside the bundle.
+        file: String,
+        /// Name of the CRD.
+        name: String,
+        /// The field path in the emitted v1 CRD (`spec.versions[0].schema.openAPIV3Schema...`).
+        field: String,
+        /// What is wrong with that field, as the rest of a sentence starting with it.
+        message: String,
+    },
 }

@@ -1268,3 +1268,117 @@ fn a_deployment_config_changes_only_the_deployments() {
         }
     }
 }
+
+const MEMCACHED_CRD: &str = "manifests/cache.example.com_memcacheds.yaml";
+
+#[test]
+fn a_v1_crd_the_api_server_would_refuse_is_refused_naming_file_crd_and_field() {
+    let err = Files::memcached()
+        .edit(
+            MEMCACHED_CRD,
+            "    served: true\n",
+            "    served: true\n    additionalPrinterColumns:\n    - name: Size\n      type: integer\n      JSONPath: .spec.size\n",
+        )
+        .convert(&Options::default())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "CustomResourceDefinition \"memcacheds.cache.example.com\" in manifests/cache.example.com_memcacheds.yaml cannot be installed: spec.versions[0].additionalPrinterColumns[0].JSONPath is not a field of apiextensions.k8s.io/v1 (did you mean jsonPath? it was renamed in v1); ask the bundle's author to fix the CRD"
+    );
+
+    let err = Files::memcached()
+        .edit(
+            MEMCACHED_CRD,
+            "            properties:\n              size:\n",
+            "            properties:\n              mode:\n                descripton: The mode.\n              size:\n",
+        )
+        .convert(&Options::default())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "CustomResourceDefinition \"memcacheds.cache.example.com\" in manifests/cache.example.com_memcacheds.yaml cannot be installed: spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.mode.descripton is not a field of apiextensions.k8s.io/v1 (did you mean description?); ask the bundle's author to fix the CRD"
+    );
+
+    let err = Files::memcached()
+        .edit(
+            MEMCACHED_CRD,
+            "              size:\n                format: int32\n",
+            "              size:\n                anyOf:\n                - type: string\n                - type: integer\n                format: int32\n",
+        )
+        .convert(&Options::default())
+        .unwrap_err();
+    let ConvertError::InvalidCrd { field, message, .. } = err else {
+        panic!("{err}");
+    };
+    assert_eq!(
+        field,
+        "spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.size.anyOf[0].type"
+    );
+    assert!(
+        message.starts_with("is not allowed inside allOf, anyOf, oneOf or not"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_crd_converted_from_v1beta1_is_checked_too_with_the_path_in_the_converted_crd() {
+    let path = format!("manifests/{V1BETA1_CRD}");
+    let err = Files::memcached()
+        .with_extra(V1BETA1_CRD)
+        .edit(
+            &path,
+            "            version:\n              type: string\n",
+            "            version:\n              type: string\n              x-kubernetes-foo: true\n",
+        )
+        .convert(&Options::default())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "CustomResourceDefinition \"etcdclusters.etcd.database.coreos.com\" in manifests/etcdclusters.etcd.database.coreos.com.crd.yaml cannot be installed: spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.version.x-kubernetes-foo is not a field of apiextensions.k8s.io/v1 (the path is in the CRD as converted from v1beta1 to v1); ask the bundle's author to fix the CRD"
+    );
+}
+
+/// Every CRD in the crate's test bundles (fixtures and golden cases, including those whose
+/// conversion fails for another reason) passes the v1 check, shipped as v1 or converted.
+#[test]
+fn every_crd_fixture_of_the_tests_passes_the_v1_check() {
+    fn files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, found);
+            } else if path
+                .extension()
+                .is_some_and(|ext| ext == "yaml" || ext == "yml" || ext == "json")
+            {
+                found.push(path);
+            }
+        }
+    }
+    let root = testkit::package_path("").join("tests");
+    let mut found = Vec::new();
+    files(&root.join("fixtures"), &mut found);
+    for case in std::fs::read_dir(root.join("golden")).unwrap() {
+        let bundle = case.unwrap().path().join("bundle");
+        if bundle.is_dir() {
+            files(&bundle, &mut found);
+        }
+    }
+    let mut crds = 0;
+    for path in found {
+        let name = path.display().to_string();
+        let Ok(objects) =
+            apply_engine::manifest::parse_documents(&name, &std::fs::read(&path).unwrap())
+        else {
+            continue;
+        };
+        for object in objects
+            .iter()
+            .filter(|o| kind(o) == "CustomResourceDefinition")
+        {
+            registry_provisioner::crd::to_v1(&name, object).unwrap_or_else(|err| panic!("{err}"));
+            crds += 1;
+        }
+    }
+    assert!(crds >= 15, "only {crds} CRDs found");
+}
