@@ -296,6 +296,9 @@ async fn a_bundle_deployment_round_trips() {
             namespace: Some("etcd-system".into()),
             name: "etcd-operator".into(),
         }],
+        adjustments: vec![
+            "Deployment etcd-operator (spec.install.spec.deployments[0]): dropped spec.metadata, which Kubernetes does not have and the API server would refuse (OLM drops it too)".into(),
+        ],
         observed_generation: Some(1),
         conditions: vec![
             condition("HasValidBundle", "True", "UnpackSuccessful"),
