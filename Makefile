@@ -23,7 +23,12 @@ help: ## list targets
 test: lint verify unit integration ## everything CI runs: lint, CRD drift, unit tests, integration tests on a real control plane
 
 .PHONY: lint
-lint: fmt-check clippy deny ## rustfmt, clippy (warnings are errors) and the dependency policy
+lint: fmt-check import-cycles clippy deny ## rustfmt, import cycles, clippy (warnings are errors) and the dependency policy
+
+.PHONY: import-cycles
+import-cycles: ## fail on an import cycle between the top-level modules of a crate (known ones: hack/import-cycles.allow)
+	hack/import-cycles --self-test
+	hack/import-cycles
 
 .PHONY: fmt-check
 fmt-check:

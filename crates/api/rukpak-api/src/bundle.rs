@@ -300,5 +300,34 @@ pub struct BundleStatus {
     /// For a BundleDeployment's Bundle: what became of it as a revision (`Progressing`,
     /// `Healthy`, `Unhealthy`, `Failed`, `Superseded`), written by the provisioner.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revision_outcome: Option<crate::bundle_deployment::RevisionOutcome>,
+    pub revision_outcome: Option<RevisionOutcome>,
+}
+
+/// What became of one revision.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+pub enum RevisionOutcome {
+    /// Being applied, or waiting for its probes.
+    Progressing,
+    /// Every object applied and passing its probes.
+    Healthy,
+    /// Applied, but not every object is healthy.
+    Unhealthy,
+    /// Refused, failed a probe, or missed the progress deadline; not retried until the
+    /// template changes.
+    Failed,
+    /// Replaced by a newer revision.
+    Superseded,
+}
+
+impl RevisionOutcome {
+    /// The name, as in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevisionOutcome::Progressing => "Progressing",
+            RevisionOutcome::Healthy => "Healthy",
+            RevisionOutcome::Unhealthy => "Unhealthy",
+            RevisionOutcome::Failed => "Failed",
+            RevisionOutcome::Superseded => "Superseded",
+        }
+    }
 }

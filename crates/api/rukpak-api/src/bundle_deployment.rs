@@ -6,7 +6,7 @@ use api_common::{Condition, DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::BundleSpec;
+use crate::bundle::{BundleSpec, RevisionOutcome};
 
 /// A BundleDeployment keeps the content described by its template installed. rukpak-core
 /// creates a Bundle from the template (a new one whenever the template changes) and the
@@ -324,35 +324,6 @@ pub struct BundleDeploymentStatus {
     /// it would change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_revision: Option<PendingRevision>,
-}
-
-/// What became of one revision.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
-pub enum RevisionOutcome {
-    /// Being applied, or waiting for its probes.
-    Progressing,
-    /// Every object applied and passing its probes.
-    Healthy,
-    /// Applied, but not every object is healthy.
-    Unhealthy,
-    /// Refused, failed a probe, or missed the progress deadline; not retried until the
-    /// template changes.
-    Failed,
-    /// Replaced by a newer revision.
-    Superseded,
-}
-
-impl RevisionOutcome {
-    /// The name, as in the API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RevisionOutcome::Progressing => "Progressing",
-            RevisionOutcome::Healthy => "Healthy",
-            RevisionOutcome::Unhealthy => "Unhealthy",
-            RevisionOutcome::Failed => "Failed",
-            RevisionOutcome::Superseded => "Superseded",
-        }
-    }
 }
 
 /// One revision of a BundleDeployment.

@@ -16,12 +16,13 @@ pub mod template;
 pub use api_common::{Condition, ContentRef, SecretRef};
 pub use bundle::{
     Bundle, BundlePhase, BundleSource, BundleSpec, BundleStatus, ConfigMapRef, ConfigMapSource,
-    GitAuth, GitRef, GitSource, HttpAuth, HttpSource, ImageSource, SourceType, UploadSource,
+    GitAuth, GitRef, GitSource, HttpAuth, HttpSource, ImageSource, RevisionOutcome, SourceType,
+    UploadSource,
 };
 pub use bundle_deployment::{
     BundleDeployment, BundleDeploymentSpec, BundleDeploymentStatus, BundleTemplate,
     CollisionProtection, DeletionPolicy, HealthCheck, InventoryEntry, PendingRevision,
-    RevisionOutcome, RevisionRecord, ServiceAccountRef, TemplateMetadata, UpgradeApproval,
+    RevisionRecord, ServiceAccountRef, TemplateMetadata, UpgradeApproval,
 };
 pub use provisioner_class::{
     ApplyIdentity, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,

@@ -7,6 +7,15 @@
 //! - `deploy/compat/config.openshift.io_clusteroperators.yaml` and
 //!   `config.openshift.io_clusterversions.yaml`: ClusterOperator and ClusterVersion CRDs
 //!   for clusters that are not OpenShift (kind, the local control plane).
+//!
+//! Its `tests/` run against a cluster. They cover the generated CRDs (`round_trip.rs`,
+//! `validation.rs`) and the admission policies that `deploy/` ships beside them
+//! (`identity_admission.rs` and `catalog_admission.rs` for `deploy/admission`,
+//! `rbac_approval.rs` for `deploy/provisioner-classes`). The policy tests would sit better
+//! next to the API crates whose kinds they guard, but rukpak-api and deppy-api have no
+//! dev-dependencies. The tests need testkit, tokio for `#[tokio::test]`, and kube's client,
+//! so moving them would give an API crate an async runtime for its tests. They stay here,
+//! where all three already are.
 
 mod reference;
 

@@ -4,16 +4,18 @@
 //!   `content` source;
 //! - [`bundle`]: the Bundle controller: unpack once into the content store, record the
 //!   pinned source, report progress on the `Unpacked` condition;
-//! - [`templating`]: the BundleDeployment controller: the Bundle for the current template,
-//!   and removal of older Bundles once the provisioner has moved to the new one;
+//! - [`deployment_bundles`]: the BundleDeployment controller: the Bundle made from the
+//!   current template, and removal of older Bundles once the provisioner has moved to the
+//!   new one;
 //! - [`upload`]: content for Bundles whose source is `upload`;
-//! - [`revisions`]: the `plan` and `rollback` commands.
+//! - [`revisions_cli`]: the `plan` and `rollback` commands (a BundleDeployment's
+//!   revisions are chosen by `apply_engine::revisions`).
 
 pub mod bundle;
-pub mod revisions;
+pub mod deployment_bundles;
+pub mod revisions_cli;
 pub mod slots;
 pub mod sources;
-pub mod templating;
 pub mod upload;
 
 /// The field manager of rukpak-core's status writes and the reporter of its Events.

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use kit::admin::Admin;
 use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
 use kit::metrics::ReconcileMetrics;
-use rukpak_core::{bundle, error_chain, revisions, templating, upload};
+use rukpak_core::{bundle, deployment_bundles, error_chain, revisions_cli, upload};
 
 /// RukPak's core: Bundle unpacking and BundleDeployment pivots.
 #[derive(Debug, Parser)]
@@ -150,7 +150,7 @@ async fn main() -> ExitCode {
         } => {
             async {
                 let client = args.client.client().await.map_err(|e| error_chain(&e))?;
-                let done = revisions::rollback(&client, bundle_deployment, to_revision).await?;
+                let done = revisions_cli::rollback(&client, bundle_deployment, to_revision).await?;
                 println!("{done}");
                 Ok(())
             }
@@ -173,7 +173,7 @@ async fn plan_command(args: &Args, deployment: &str) -> Result<(), String> {
         .await
         .map_err(|e| error_chain(&e))?
         .ok_or_else(|| format!("BundleDeployment {deployment} not found"))?;
-    print!("{}", revisions::plan_text(&found));
+    print!("{}", revisions_cli::plan_text(&found));
     Ok(())
 }
 
@@ -231,10 +231,12 @@ async fn run(
                 .with_sweep_interval(sweep_interval)
                 .with_concurrent_unpacks(concurrent_unpacks),
             );
-            let deployments = Arc::new(templating::Context::new(client, reconciles, selector));
+            let deployments = Arc::new(deployment_bundles::Context::new(
+                client, reconciles, selector,
+            ));
             tokio::join!(
                 bundle::run(bundles, &readiness, token.clone()),
-                templating::run(deployments, &readiness, token),
+                deployment_bundles::run(deployments, &readiness, token),
             );
         },
     )

@@ -19,7 +19,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED, reasons};
 use rukpak_api::{BundleDeployment, RevisionOutcome};
-use rukpak_core::{bundle, revisions, templating};
+use rukpak_core::{bundle, deployment_bundles, revisions_cli};
 use serde_json::json;
 use testkit::{client, unique_name, wait_for};
 
@@ -61,7 +61,7 @@ async fn setup() -> Client {
                     unpacks,
                     Some(selector()),
                 ));
-                let deployments = Arc::new(templating::Context::new(
+                let deployments = Arc::new(deployment_bundles::Context::new(
                     client.clone(),
                     reconciles.clone(),
                     Some(selector()),
@@ -88,7 +88,7 @@ async fn setup() -> Client {
                 ));
                 tokio::join!(
                     bundle::run(bundles, &readiness, token.clone()),
-                    templating::run(deployments, &readiness, token.clone()),
+                    deployment_bundles::run(deployments, &readiness, token.clone()),
                     controller::run(provisioner, requests, &readiness, token)
                 );
             });
@@ -265,7 +265,9 @@ async fn a_failed_revision_and_an_on_demand_rollback_return_to_stored_content_wi
     );
 
     // On demand: point the template back at revision 1; its kept Bundle is used again.
-    let said = revisions::rollback(&client, &name, Some(1)).await.unwrap();
+    let said = revisions_cli::rollback(&client, &name, Some(1))
+        .await
+        .unwrap();
     assert!(said.contains("revision 1"), "{said}");
     wait_for(
         "revision 1 to be the template's and installed",
@@ -285,7 +287,7 @@ async fn a_failed_revision_and_an_on_demand_rollback_return_to_stored_content_wi
         "no fetch for the on-demand rollback"
     );
     // A revision that does not exist is refused, naming what is kept.
-    let refused = revisions::rollback(&client, &name, Some(9))
+    let refused = revisions_cli::rollback(&client, &name, Some(9))
         .await
         .unwrap_err();
     assert!(refused.contains("no revision 9"), "{refused}");

@@ -17,7 +17,7 @@ use kit::metrics::ReconcileMetrics;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use rukpak_api::{Bundle, BundleDeployment, BundlePhase, bundle_name, template_hash};
-use rukpak_core::{bundle, templating};
+use rukpak_core::{bundle, deployment_bundles};
 use serde_json::json;
 use testkit::{client, unique_name, wait_for};
 
@@ -71,14 +71,14 @@ async fn setup() -> Client {
                     // Sweeps a test can wait for (production: every 10 minutes).
                     .with_sweep_interval(SWEEP_INTERVAL),
                 );
-                let deployments = Arc::new(templating::Context::new(
+                let deployments = Arc::new(deployment_bundles::Context::new(
                     client,
                     reconciles,
                     Some(test_selector()),
                 ));
                 tokio::join!(
                     bundle::run(bundles, &readiness, token.clone()),
-                    templating::run(deployments, &readiness, token)
+                    deployment_bundles::run(deployments, &readiness, token)
                 );
             });
         }

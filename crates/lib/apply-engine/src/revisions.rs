@@ -1,8 +1,8 @@
 //! Revisions: which Bundle a reconcile applies, and what became of each (pure).
 //!
 //! Each Bundle of a BundleDeployment is a revision (rukpak-core numbers them and keeps a
-//! bounded history; see `rukpak-core`'s templating). Normally the engine applies the
-//! Bundle of the current template. Two switches change that:
+//! bounded history; see `rukpak_core::deployment_bundles`). Normally the engine applies
+//! the Bundle of the current template. Two switches change that:
 //!
 //! - `spec.upgradeApproval: Manual`: a revision whose content differs from what runs is
 //!   only reviewed until `spec.approvedRevision` names its digest; meanwhile the running

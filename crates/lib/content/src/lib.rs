@@ -7,7 +7,8 @@
 //!   past a budget is spilled to unnamed temporary files, large files already deflated;
 //! - [`archive_error`]: [`ArchiveError`], why content is refused, whichever step (reading,
 //!   assembling the file tree, normalising) refuses it;
-//! - [`normalize`]: the normalised tar.gz whose sha256 [`Digest`] identifies the content;
+//! - [`normalize`]: the normalised tar.gz whose sha256 [`Digest`] identifies the content
+//!   (its compressor and deflate segments are in the private `deflate` module);
 //! - [`Content`] and [`FileMap`]: the normalised bytes, and the files consumers read;
 //! - [`source`]: the sources (image, git, http, ConfigMaps) and [`source::Unpacker`], whose
 //!   `unpack` is defined in the private `unpack` module because it returns [`Error`];
@@ -22,6 +23,7 @@
 
 pub mod archive_error;
 pub mod content;
+mod deflate;
 pub mod digest;
 pub mod error;
 pub mod extract;

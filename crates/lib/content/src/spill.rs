@@ -3,11 +3,11 @@
 //!
 //! - small files are kept in memory up to a budget (most bundles never touch the disk);
 //! - small files past the budget are appended, as they are, to an unnamed spill file;
-//! - large files ([`normalize::SEGMENT_MIN`](crate::normalize::SEGMENT_MIN) and more)
-//!   are deflated on a second thread while the archive is still being read, into a
-//!   second unnamed spill file, as the independent deflate segments the normalised
-//!   archive is made of: writing the archive then only copies them. Reading (inflating)
-//!   and compressing so use both cores, and no large file is ever whole in memory.
+//! - large files ([`SEGMENT_MIN`] and more) are deflated on a second thread while the
+//!   archive is still being read, into a second unnamed spill file, as the independent
+//!   deflate segments the normalised archive is made of (`crate::deflate`): writing the
+//!   archive then only copies them. Reading (inflating) and compressing so use both
+//!   cores, and no large file is ever whole in memory.
 //!
 //! Spill files have no name (see [`crate::spool`]): they vanish when the extractor is
 //! dropped, whether it finished or failed.
@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 
 use bytes::Bytes;
 
-use crate::normalize::{FEED, SEGMENT_MIN, Segment, SegmentWriter};
+use crate::deflate::{FEED, SEGMENT_MIN, Segment, SegmentWriter};
 use crate::spool::SpoolDir;
 
 /// Bytes of small files kept in memory by default before they are spilled.

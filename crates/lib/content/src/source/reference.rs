@@ -4,7 +4,7 @@
 //! regular expression with Unicode classes under a `{0,127}` repetition, which costs every
 //! process that parses one reference about 5 MiB for the compiled expression plus about
 //! 5 MiB per thread that ever ran it, kept for the life of the process (19 of rukpak-core's
-//! 24 MiB of idle heap, measured with heaptrack; docs/development.md, "Idle memory"). The
+//! 24 MiB of idle heap, measured with heaptrack; docs/benchmarks.md, "Idle memory"). The
 //! grammar is small and fixed by the distribution spec, so this walks it directly and
 //! allocates nothing but the result. It accepts and splits exactly what the expression
 //! does, except that tags are ASCII, as the spec says (the expression's `\w` also took

@@ -15,7 +15,7 @@ use rukpak_api::{
     Bundle, BundleDeployment, BundleTemplate, RevisionOutcome, TemplateMetadata, template_hash,
 };
 
-use crate::templating::revision_of;
+use crate::deployment_bundles::revision_of;
 
 /// The text `plan` prints for `deployment`.
 pub fn plan_text(deployment: &BundleDeployment) -> String {
@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn a_generated_bundle_gives_back_the_template_it_was_made_from() {
         let deployment = deployment();
-        let mut bundle = crate::templating::desired_bundle(&deployment).unwrap();
+        let mut bundle = crate::deployment_bundles::desired_bundle(&deployment).unwrap();
         bundle.labels_mut().insert(REVISION.into(), "3".into());
         let template = template_of(&bundle).unwrap();
         assert_eq!(template, deployment.spec.template);
@@ -192,7 +192,7 @@ mod tests {
     fn rollback_picks_the_newest_earlier_healthy_revision_or_the_one_asked_for() {
         let mut deployment = deployment();
         let bundle = |revision: i64| -> Bundle {
-            let mut b = crate::templating::desired_bundle(&deployment).unwrap();
+            let mut b = crate::deployment_bundles::desired_bundle(&deployment).unwrap();
             b.metadata.name = Some(format!("bd-{revision}"));
             b.labels_mut().insert(REVISION.into(), revision.to_string());
             b
