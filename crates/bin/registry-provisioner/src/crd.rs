@@ -17,10 +17,12 @@
 //! [`crate::structural`] describes, or the CRD is refused with the schema path and rule.
 //!
 //! Every CRD [`to_v1`] returns, converted or shipped as v1, has passed
-//! [`crate::crd_validation`]: the checks the API server makes when a v1 CRD is created.
+//! [`crate::crd::validation`]: the checks the API server makes when a v1 CRD is created.
 
 use kube::api::DynamicObject;
 use serde_json::{Map, Value, json};
+
+pub mod validation;
 
 use crate::error::ConvertError;
 use crate::structural::{self, SchemaError};
@@ -57,7 +59,7 @@ pub(crate) fn is_protected_group(group: &str) -> bool {
 }
 
 /// `crd` as a v1 CRD: unchanged unless it is v1beta1. Either way the result is then checked
-/// against the API server's rules for v1 CRDs ([`crate::crd_validation`]), so a CRD it would
+/// against the API server's rules for v1 CRDs ([`crate::crd::validation`]), so a CRD it would
 /// refuse is refused here, naming the field.
 pub fn to_v1(file: &str, crd: &DynamicObject) -> Result<DynamicObject, ConvertError> {
     let is_v1beta1 = crd
@@ -65,11 +67,11 @@ pub fn to_v1(file: &str, crd: &DynamicObject) -> Result<DynamicObject, ConvertEr
         .as_ref()
         .is_some_and(|types| types.api_version == V1BETA1);
     if !is_v1beta1 {
-        crate::crd_validation::check(file, crd)?;
+        crate::crd::validation::check(file, crd)?;
         return Ok(crd.clone());
     }
     let converted = from_v1beta1(file, crd)?;
-    crate::crd_validation::check(file, &converted).map_err(|err| match err {
+    crate::crd::validation::check(file, &converted).map_err(|err| match err {
         // The path is in the converted CRD, not in the bundle's v1beta1 text: say so.
         ConvertError::InvalidCrd {
             file,

@@ -181,7 +181,7 @@ pub enum ConvertError {
         problem: Box<crate::structural::SchemaError>,
     },
     /// A CustomResourceDefinition the provisioner would emit breaks a rule the API server
-    /// applies to `apiextensions.k8s.io/v1` CRDs (see [`crate::crd_validation`]), so
+    /// applies to `apiextensions.k8s.io/v1` CRDs (see [`crate::crd::validation`]), so
     /// installing it would fail.
     #[error(
         "CustomResourceDefinition {name:?} in {file} cannot be installed: {field} {message}; ask the bundle's author to fix the CRD"

@@ -10,7 +10,6 @@
 
 pub mod bundle;
 pub mod crd;
-pub mod crd_validation;
 pub mod deployment_config;
 pub mod error;
 pub mod install_modes;

@@ -690,7 +690,7 @@ fn validation_rules(map: &Map<String, Value>, path: &str) -> Checked {
 mod tests {
     use serde_json::json;
 
-    use crate::crd_validation::testing::*;
+    use crate::crd::validation::testing::*;
 
     #[test]
     fn non_structural_schemas_are_refused_naming_the_node_and_what_is_missing() {

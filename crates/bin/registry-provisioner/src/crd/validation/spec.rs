@@ -467,7 +467,7 @@ fn check_review_versions(versions: &[String]) -> Checked {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::crd_validation::testing::*;
+    use crate::crd::validation::testing::*;
 
     #[test]
     fn required_fields_and_values_of_the_spec_are_checked() {

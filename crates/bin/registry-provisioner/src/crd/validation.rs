@@ -38,8 +38,8 @@
 //! survive pruning, what selectable fields point at, and webhook URLs and paths beyond their
 //! first character or scheme.
 //!
-//! Code: `crd_validation/fields.rs` (1), `crd_validation/spec.rs` (2),
-//! `crd_validation/schema.rs` (3).
+//! Code: `validation/fields.rs` (1), `validation/spec.rs` (2),
+//! `validation/schema.rs` (3).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as api;
 use kube::api::DynamicObject;

@@ -448,7 +448,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::crd_validation::testing::*;
+    use crate::crd::validation::testing::*;
 
     #[test]
     fn a_v1beta1_field_name_is_refused_naming_the_file_crd_field_and_its_v1_name() {
