@@ -63,11 +63,10 @@ impl Classify for Error {
 /// ActiveResolutions again.
 pub(super) async fn run(
     ctx: Arc<Context>,
-    (resolutions, store, _synced): (
-        impl Stream<Item = Result<ActiveResolution, kube::runtime::watcher::Error>> + Send + 'static,
-        kube::runtime::reflector::Store<ActiveResolution>,
-        tokio::sync::watch::Receiver<bool>,
-    ),
+    resolutions: impl Stream<Item = Result<ActiveResolution, kube::runtime::watcher::Error>>
+    + Send
+    + 'static,
+    store: kube::runtime::reflector::Store<ActiveResolution>,
     catalogs_changed: impl Stream<Item = ()> + Send + 'static,
     shutdown: CancellationToken,
 ) {
