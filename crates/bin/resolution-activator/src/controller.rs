@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use kit::admin::Readiness;
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::kube_error::KubeCallError;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
 
@@ -121,16 +122,8 @@ pub enum Error {
         source: BuildError,
     },
     /// A call to the API server failed.
-    #[error("failed to {verb} {object}")]
-    Kube {
-        /// What was attempted, e.g. `create`.
-        verb: &'static str,
-        /// The object, e.g. `ConfigMap rukpak-system/x`.
-        object: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
 }
 
 impl Error {
@@ -138,12 +131,12 @@ impl Error {
     fn reason(&self) -> &'static str {
         match self {
             Self::ReadCatalog { .. } | Self::CatalogContent(_) => reasons::CATALOG_UNAVAILABLE,
-            Self::Build { .. } | Self::Kube { .. } => reasons::APPLY_FAILED,
+            Self::Build { .. } | Self::Kube(_) => reasons::APPLY_FAILED,
         }
     }
 
     fn is_conflict(&self) -> bool {
-        matches!(self, Self::Kube { source: kube::Error::Api(status), .. } if status.code == 409)
+        matches!(self, Self::Kube(KubeCallError { source: kube::Error::Api(status), .. }) if status.code == 409)
     }
 }
 
@@ -157,7 +150,7 @@ impl Classify for Error {
             Self::ReadCatalog { .. } => "read_catalog",
             Self::CatalogContent(_) => "catalog_content",
             Self::Build { .. } => "build",
-            Self::Kube { .. } => "kube",
+            Self::Kube(err) => err.label(),
         }
     }
 }
@@ -561,11 +554,7 @@ async fn existing_wrapper(
     let existing = Api::<BundleDeployment>::all(ctx.client.clone())
         .get_opt(&name)
         .await
-        .map_err(|source| Error::Kube {
-            verb: "read",
-            object: format!("BundleDeployment {name}"),
-            source,
-        })?;
+        .map_err(|source| KubeCallError::new("read", format!("BundleDeployment {name}"), source))?;
     let uid = resolution.uid().unwrap_or_default();
     let controlled = |wrapper: &BundleDeployment| {
         wrapper
@@ -593,13 +582,15 @@ async fn history(resolution: &ActiveResolution, ctx: &Context) -> Result<Vec<His
         .config_maps()
         .list(&ListParams::default().labels(&selector))
         .await
-        .map_err(|source| Error::Kube {
-            verb: "list",
-            object: format!(
-                "ConfigMaps {}/* of ActiveResolution {name}",
-                ctx.settings.system_namespace
-            ),
-            source,
+        .map_err(|source| {
+            KubeCallError::new(
+                "list",
+                format!(
+                    "ConfigMaps {}/* of ActiveResolution {name}",
+                    ctx.settings.system_namespace
+                ),
+                source,
+            )
         })?;
     let uid = resolution.uid().unwrap_or_default();
     Ok(list
@@ -660,11 +651,7 @@ async fn ensure_resolve_set(
                 .config_maps()
                 .get_opt(&config_map_name)
                 .await
-                .map_err(|source| Error::Kube {
-                    verb: "read",
-                    object: object.clone(),
-                    source,
-                })?;
+                .map_err(|source| KubeCallError::new("read", object.clone(), source))?;
             let uid = resolution.uid().unwrap_or_default();
             if existing.is_some_and(|cm| cm.owner_references().iter().any(|o| o.uid == uid)) {
                 return Ok(Ok(config_map_name));
@@ -676,11 +663,7 @@ async fn ensure_resolve_set(
                 ),
             )))
         }
-        Err(source) => Err(Error::Kube {
-            verb: "create",
-            object,
-            source,
-        }),
+        Err(source) => Err(Error::Kube(KubeCallError::new("create", object, source))),
     }
 }
 
@@ -708,11 +691,7 @@ async fn apply_wrapper(
         &Patch::Apply(&wrapper),
     )
     .await
-    .map_err(|source| Error::Kube {
-        verb: "apply",
-        object: format!("BundleDeployment {name}"),
-        source,
-    })?;
+    .map_err(|source| KubeCallError::new("apply", format!("BundleDeployment {name}"), source))?;
     let previous = existing.and_then(resolve_set::wrapper_config_map);
     if previous != Some(resolve_set) {
         let note = match previous {
@@ -743,11 +722,11 @@ async fn prune_history(
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(source) => {
-                return Err(Error::Kube {
-                    verb: "delete",
-                    object: format!("ConfigMap {}/{name}", ctx.settings.system_namespace),
+                return Err(Error::Kube(KubeCallError::new(
+                    "delete",
+                    format!("ConfigMap {}/{name}", ctx.settings.system_namespace),
                     source,
-                });
+                )));
             }
         }
     }
@@ -825,10 +804,12 @@ async fn write_status(
         &own,
     )
     .await
-    .map_err(|source| Error::Kube {
-        verb: "update the status of",
-        object: format!("ActiveResolution {name}"),
-        source,
+    .map_err(|source| {
+        KubeCallError::new(
+            "update the status of",
+            format!("ActiveResolution {name}"),
+            source,
+        )
     })?;
     // Only Activated is ours; Resolved is deppy-resolver's to announce.
     kit::controller::announce(

@@ -18,6 +18,7 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::kube_error::KubeCallError;
 use kit::retry::{Classify, Retry};
 
 use super::{Context, error_chain};
@@ -27,8 +28,8 @@ use crate::{Constraint, NamedCatalog, Request, ResolveError, Resolver};
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
     /// Writing the status failed (e.g. a conflict with the activator).
-    #[error("failed to update the status of ActiveResolution {0}")]
-    Kube(String, #[source] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
     /// The resolver failed on input it accepted: a bug.
     #[error("failed to resolve ActiveResolution {0}")]
     Resolve(String, #[source] ResolveError),
@@ -40,7 +41,7 @@ pub(crate) enum Error {
 impl Error {
     /// Whether the status write lost a race with another write (HTTP 409).
     fn is_conflict(&self) -> bool {
-        matches!(self, Self::Kube(_, kube::Error::Api(status)) if status.is_conflict())
+        matches!(self, Self::Kube(KubeCallError { source: kube::Error::Api(status), .. }) if status.is_conflict())
     }
 }
 
@@ -52,7 +53,7 @@ impl Classify for Error {
     fn label(&self) -> &'static str {
         match self {
             Self::Kube(..) if self.is_conflict() => "conflict",
-            Self::Kube(..) => "kube",
+            Self::Kube(err) => err.label(),
             Self::Resolve(..) => "resolve",
             Self::Task(..) => "task",
         }
@@ -180,7 +181,13 @@ async fn reconcile_resolution(
             &own_fields(&next),
         )
         .await
-        .map_err(|source| Error::Kube(name.clone(), source))?;
+        .map_err(|source| {
+            KubeCallError::new(
+                "update the status of",
+                format!("ActiveResolution {name}"),
+                source,
+            )
+        })?;
     }
     Ok(Action::await_change())
 }

@@ -23,6 +23,7 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::kube_error::KubeCallError;
 use kit::retry::{Classify, Retry};
 
 use super::{Context, ServedCatalog, error_chain, loading};
@@ -31,16 +32,8 @@ use super::{Context, ServedCatalog, error_chain, loading};
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
     /// Reading or writing an object failed.
-    #[error("failed to {verb} {object}")]
-    Kube {
-        /// What we tried.
-        verb: &'static str,
-        /// Which object.
-        object: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
     /// Storing the catalog's content failed.
     #[error("failed to store the content of Catalog {0}")]
     Store(String, #[source] content::StoreError),
@@ -53,7 +46,7 @@ impl Classify for Error {
 
     fn label(&self) -> &'static str {
         match self {
-            Self::Kube { .. } => "kube",
+            Self::Kube(err) => err.label(),
             Self::Store(..) => "store",
         }
     }
@@ -267,10 +260,8 @@ async fn write_status(
         next,
     )
     .await
-    .map_err(|source| Error::Kube {
-        verb: "update the status of",
-        object: format!("Catalog {name}"),
-        source,
+    .map_err(|source| {
+        KubeCallError::new("update the status of", format!("Catalog {name}"), source)
     })?;
     Ok(())
 }
@@ -477,10 +468,8 @@ async fn fetch(
         } => {
             let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &source.namespace);
             let qualified = format!("{}/{}", source.namespace, source.name);
-            let Some(config_map) = api.get_opt(&source.name).await.map_err(|err| Error::Kube {
-                verb: "read",
-                object: format!("ConfigMap {qualified}"),
-                source: err,
+            let Some(config_map) = api.get_opt(&source.name).await.map_err(|source| {
+                KubeCallError::new("read", format!("ConfigMap {qualified}"), source)
             })?
             else {
                 // ConfigMaps are not watched; retry until it appears.
@@ -593,10 +582,8 @@ async fn fetch(
 async fn read_pull_secret(ctx: &Context, name: &str) -> Result<Result<Vec<u8>, String>, Error> {
     let namespace = &ctx.settings.system_namespace;
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-    let secret = secrets.get_opt(name).await.map_err(|source| Error::Kube {
-        verb: "read",
-        object: format!("Secret {namespace}/{name}"),
-        source,
+    let secret = secrets.get_opt(name).await.map_err(|source| {
+        KubeCallError::new("read", format!("Secret {namespace}/{name}"), source)
     })?;
     Ok(match secret {
         None => Err(format!("pull secret {namespace}/{name} not found")),
