@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deppy_api::conditions::{TYPE_SERVING, TYPE_UNPACKED, reasons};
-use deppy_api::{Catalog, CatalogSource, CatalogStatus, ContentRef};
+use deppy_api::{BundleIndex, Catalog, CatalogSource, CatalogStatus, ContentRef};
 use fbc::CatalogIndex;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -357,7 +357,7 @@ async fn parse(ctx: &Context, content: &content::Content) -> Result<Parsed, Stri
     let limits = ctx.settings.unpack.limits;
     let digest = content.digest().to_string();
     if let Some(index) = ctx.catalogs.by_content(&digest) {
-        let bundle_index = loading::index_content(&loading::bundle_index(&index), &limits);
+        let bundle_index = loading::index_content(&BundleIndex::from_catalog(&index), &limits);
         return Ok(Parsed {
             index,
             bundle_index,
@@ -366,7 +366,7 @@ async fn parse(ctx: &Context, content: &content::Content) -> Result<Parsed, Stri
     let content = content.clone();
     tokio::task::spawn_blocking(move || {
         let index = loading::parse(&content, &limits)?;
-        let bundle_index = loading::index_content(&loading::bundle_index(&index), &limits);
+        let bundle_index = loading::index_content(&BundleIndex::from_catalog(&index), &limits);
         Ok(Parsed {
             index: Arc::new(index),
             bundle_index,
