@@ -8,10 +8,8 @@
 //! pure functions of [`crate::resolve_set`].
 //!
 //! Only `status.entities` and the `Activated` condition are this controller's; deppy-resolver
-//! owns `selections` and `Resolved`. Like deppy-resolver, the status is merge-patched with
-//! the resourceVersion it was computed from (the conditions list is replaced whole and holds
-//! both controllers' conditions), so neither ever erases the other's latest write: a stale
-//! write fails with a conflict and is recomputed on the current object.
+//! owns `selections` and `Resolved`. Each server-side applies only its own fields
+//! (`kit::status`), so neither erases the other's write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -133,10 +131,6 @@ impl Error {
             Self::ReadCatalog { .. } | Self::CatalogContent(_) => reasons::CATALOG_UNAVAILABLE,
             Self::Build { .. } | Self::Kube(_) => reasons::APPLY_FAILED,
         }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Self::Kube(KubeCallError { source: kube::Error::Api(status), .. }) if status.code == 409)
     }
 }
 
@@ -269,12 +263,6 @@ fn users_of(
 }
 
 fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Context>) -> Action {
-    if error.is_conflict() {
-        // Our cache lagged behind deppy-resolver's (or our own) write: recompute on the
-        // current object soon, without alarming anyone.
-        tracing::debug!(active_resolution = %resolution.name_any(), "write conflicted; retrying");
-        return Action::requeue(Duration::from_millis(200));
-    }
     kit::controller::retry_after(
         &ctx.backoff,
         "ActiveResolution",
@@ -356,11 +344,9 @@ async fn reconcile_resolution(
         Some(_) => match activate(resolution, class, ctx).await {
             Ok(outcome) => outcome,
             Err(err) => {
-                if !err.is_conflict() {
-                    // Say why on the object as well as in the log, then back off.
-                    let outcome = Outcome::blocked(err.reason(), kit::error_chain(&err));
-                    let _ = write_status(resolution, &current, &outcome, ctx).await;
-                }
+                // Say why on the object as well as in the log, then back off.
+                let outcome = Outcome::blocked(err.reason(), kit::error_chain(&err));
+                let _ = write_status(resolution, &current, &outcome, ctx).await;
                 return Err(err);
             }
         },

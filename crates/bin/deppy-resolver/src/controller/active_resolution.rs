@@ -27,7 +27,7 @@ use crate::{Constraint, NamedCatalog, Request, ResolveError, Resolver};
 /// A failed ActiveResolution reconcile; always retried with backoff.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
-    /// Writing the status failed (e.g. a conflict with the activator).
+    /// Writing the status failed.
     #[error(transparent)]
     Kube(#[from] KubeCallError),
     /// The resolver failed on input it accepted: a bug.
@@ -38,13 +38,6 @@ pub(crate) enum Error {
     Task(String, #[source] tokio::task::JoinError),
 }
 
-impl Error {
-    /// Whether the status write lost a race with another write (HTTP 409).
-    fn is_conflict(&self) -> bool {
-        matches!(self, Self::Kube(KubeCallError { source: kube::Error::Api(status), .. }) if status.is_conflict())
-    }
-}
-
 impl Classify for Error {
     fn retry(&self) -> Retry {
         Retry::Backoff
@@ -52,7 +45,6 @@ impl Classify for Error {
 
     fn label(&self) -> &'static str {
         match self {
-            Self::Kube(..) if self.is_conflict() => "conflict",
             Self::Kube(err) => err.label(),
             Self::Resolve(..) => "resolve",
             Self::Task(..) => "task",
@@ -91,12 +83,6 @@ pub(super) async fn run(
 }
 
 fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Context>) -> Action {
-    if error.is_conflict() {
-        // The cache lagged behind our own or the activator's write: resolve again on the
-        // current object soon, without alarming anyone.
-        tracing::debug!(active_resolution = %resolution.name_any(), "status write conflicted; retrying");
-        return Action::requeue(std::time::Duration::from_millis(200));
-    }
     kit::controller::retry_after(
         &ctx.backoff,
         "ActiveResolution",
