@@ -150,6 +150,39 @@ impl BundleIndex {
     }
 }
 
+#[cfg(feature = "fbc")]
+impl BundleIndex {
+    /// The index of a parsed catalog: every package's channels and, for every bundle, its
+    /// version, image and `olm.maxOpenShiftVersion`.
+    ///
+    /// The one way an index is made, on both sides of the contract: deppy-resolver stores
+    /// what this returns, and the activator calls it on the catalog of a Catalog served
+    /// without an index, so both read the same index of the same catalog.
+    pub fn from_catalog(index: &fbc::CatalogIndex) -> Self {
+        let catalog = index.catalog();
+        let mut out = Self::default();
+        for bundle in &catalog.bundles {
+            out.add_bundle(
+                &bundle.package,
+                IndexedBundle {
+                    name: bundle.name.clone(),
+                    version: bundle.version.to_string(),
+                    image: bundle.image.clone(),
+                    max_openshift_version: bundle.max_openshift_version().map(str::to_owned),
+                },
+            );
+        }
+        for channel in &catalog.channels {
+            out.add_channel(
+                &channel.package,
+                &channel.name,
+                channel.entries.iter().map(|e| e.name.clone()).collect(),
+            );
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -204,6 +237,30 @@ mod tests {
         assert_eq!(index.find("nope", "1.0.0", "stable"), Err(Missing::Package));
         assert_eq!(index.find("etcd", "1.0.0", "beta"), Err(Missing::Channel));
         assert_eq!(index.find("etcd", "2.0.0", "old"), Err(Missing::Version));
+    }
+
+    #[cfg(feature = "fbc")]
+    #[test]
+    fn a_catalog_gives_its_channels_versions_images_and_max_openshift_versions() {
+        let catalog = concat!(
+            r#"{"schema":"olm.package","name":"etcd"}"#,
+            "\n",
+            r#"{"schema":"olm.channel","package":"etcd","name":"stable","entries":[{"name":"etcd.v1"},{"name":"etcd.v2","replaces":"etcd.v1"}]}"#,
+            "\n",
+            r#"{"schema":"olm.bundle","package":"etcd","name":"etcd.v1","image":"r/etcd.v1","properties":[{"type":"olm.package","value":{"packageName":"etcd","version":"1.0.0"}}]}"#,
+            "\n",
+            r#"{"schema":"olm.bundle","package":"etcd","name":"etcd.v2","image":"r/etcd.v2","properties":[{"type":"olm.package","value":{"packageName":"etcd","version":"2.0.0"}},{"type":"olm.maxOpenShiftVersion","value":"4.16"}]}"#,
+            "\n",
+        );
+        let parsed = fbc::CatalogIndex::from_files([("etcd/catalog.json", catalog)]).unwrap();
+        let mut expected = sample();
+        expected
+            .packages
+            .get_mut("etcd")
+            .unwrap()
+            .channels
+            .remove("old");
+        assert_eq!(BundleIndex::from_catalog(&parsed), expected);
     }
 
     #[test]

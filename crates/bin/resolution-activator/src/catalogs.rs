@@ -230,32 +230,7 @@ fn parse_content(
         .map_err(|err| kit::error_chain(&err))?;
     let index = CatalogIndex::from_files_with(files.iter(), fbc::Detail::Resolution)
         .map_err(|err| kit::error_chain(&err))?;
-    Ok(bundle_index(&index))
-}
-
-/// The bundle index of a parsed catalog, as deppy-resolver writes it.
-pub fn bundle_index(index: &CatalogIndex) -> BundleIndex {
-    let catalog = index.catalog();
-    let mut out = BundleIndex::default();
-    for bundle in &catalog.bundles {
-        out.add_bundle(
-            &bundle.package,
-            IndexedBundle {
-                name: bundle.name.clone(),
-                version: bundle.version.to_string(),
-                image: bundle.image.clone(),
-                max_openshift_version: bundle.max_openshift_version().map(str::to_owned),
-            },
-        );
-    }
-    for channel in &catalog.channels {
-        out.add_channel(
-            &channel.package,
-            &channel.name,
-            channel.entries.iter().map(|e| e.name.clone()).collect(),
-        );
-    }
-    out
+    Ok(BundleIndex::from_catalog(&index))
 }
 
 /// Why a selection has no bundle in its catalog.
@@ -335,7 +310,7 @@ mod tests {
 
     fn index() -> BundleIndex {
         let files = catalog_files("memcached-operator", &["0.1.0", "0.2.0"]);
-        bundle_index(
+        BundleIndex::from_catalog(
             &CatalogIndex::from_files(files.iter().map(|(p, c)| (p.as_str(), c.as_bytes())))
                 .unwrap(),
         )

@@ -8,10 +8,8 @@
 //! pure functions of [`crate::resolve_set`].
 //!
 //! Only `status.entities` and the `Activated` condition are this controller's; deppy-resolver
-//! owns `selections` and `Resolved`. Like deppy-resolver, the status is merge-patched with
-//! the resourceVersion it was computed from (the conditions list is replaced whole and holds
-//! both controllers' conditions), so neither ever erases the other's latest write: a stale
-//! write fails with a conflict and is recomputed on the current object.
+//! owns `selections` and `Resolved`. Each server-side applies only its own fields
+//! (`kit::status`), so neither erases the other's write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -32,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use kit::admin::Readiness;
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::kube_error::KubeCallError;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
 
@@ -121,16 +120,8 @@ pub enum Error {
         source: BuildError,
     },
     /// A call to the API server failed.
-    #[error("failed to {verb} {object}")]
-    Kube {
-        /// What was attempted, e.g. `create`.
-        verb: &'static str,
-        /// The object, e.g. `ConfigMap rukpak-system/x`.
-        object: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
 }
 
 impl Error {
@@ -138,12 +129,8 @@ impl Error {
     fn reason(&self) -> &'static str {
         match self {
             Self::ReadCatalog { .. } | Self::CatalogContent(_) => reasons::CATALOG_UNAVAILABLE,
-            Self::Build { .. } | Self::Kube { .. } => reasons::APPLY_FAILED,
+            Self::Build { .. } | Self::Kube(_) => reasons::APPLY_FAILED,
         }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Self::Kube { source: kube::Error::Api(status), .. } if status.code == 409)
     }
 }
 
@@ -157,7 +144,7 @@ impl Classify for Error {
             Self::ReadCatalog { .. } => "read_catalog",
             Self::CatalogContent(_) => "catalog_content",
             Self::Build { .. } => "build",
-            Self::Kube { .. } => "kube",
+            Self::Kube(err) => err.label(),
         }
     }
 }
@@ -276,12 +263,6 @@ fn users_of(
 }
 
 fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Context>) -> Action {
-    if error.is_conflict() {
-        // Our cache lagged behind deppy-resolver's (or our own) write: recompute on the
-        // current object soon, without alarming anyone.
-        tracing::debug!(active_resolution = %resolution.name_any(), "write conflicted; retrying");
-        return Action::requeue(Duration::from_millis(200));
-    }
     kit::controller::retry_after(
         &ctx.backoff,
         "ActiveResolution",
@@ -363,11 +344,9 @@ async fn reconcile_resolution(
         Some(_) => match activate(resolution, class, ctx).await {
             Ok(outcome) => outcome,
             Err(err) => {
-                if !err.is_conflict() {
-                    // Say why on the object as well as in the log, then back off.
-                    let outcome = Outcome::blocked(err.reason(), kit::error_chain(&err));
-                    let _ = write_status(resolution, &current, &outcome, ctx).await;
-                }
+                // Say why on the object as well as in the log, then back off.
+                let outcome = Outcome::blocked(err.reason(), kit::error_chain(&err));
+                let _ = write_status(resolution, &current, &outcome, ctx).await;
                 return Err(err);
             }
         },
@@ -561,11 +540,7 @@ async fn existing_wrapper(
     let existing = Api::<BundleDeployment>::all(ctx.client.clone())
         .get_opt(&name)
         .await
-        .map_err(|source| Error::Kube {
-            verb: "read",
-            object: format!("BundleDeployment {name}"),
-            source,
-        })?;
+        .map_err(|source| KubeCallError::new("read", format!("BundleDeployment {name}"), source))?;
     let uid = resolution.uid().unwrap_or_default();
     let controlled = |wrapper: &BundleDeployment| {
         wrapper
@@ -593,13 +568,15 @@ async fn history(resolution: &ActiveResolution, ctx: &Context) -> Result<Vec<His
         .config_maps()
         .list(&ListParams::default().labels(&selector))
         .await
-        .map_err(|source| Error::Kube {
-            verb: "list",
-            object: format!(
-                "ConfigMaps {}/* of ActiveResolution {name}",
-                ctx.settings.system_namespace
-            ),
-            source,
+        .map_err(|source| {
+            KubeCallError::new(
+                "list",
+                format!(
+                    "ConfigMaps {}/* of ActiveResolution {name}",
+                    ctx.settings.system_namespace
+                ),
+                source,
+            )
         })?;
     let uid = resolution.uid().unwrap_or_default();
     Ok(list
@@ -660,11 +637,7 @@ async fn ensure_resolve_set(
                 .config_maps()
                 .get_opt(&config_map_name)
                 .await
-                .map_err(|source| Error::Kube {
-                    verb: "read",
-                    object: object.clone(),
-                    source,
-                })?;
+                .map_err(|source| KubeCallError::new("read", object.clone(), source))?;
             let uid = resolution.uid().unwrap_or_default();
             if existing.is_some_and(|cm| cm.owner_references().iter().any(|o| o.uid == uid)) {
                 return Ok(Ok(config_map_name));
@@ -676,11 +649,7 @@ async fn ensure_resolve_set(
                 ),
             )))
         }
-        Err(source) => Err(Error::Kube {
-            verb: "create",
-            object,
-            source,
-        }),
+        Err(source) => Err(Error::Kube(KubeCallError::new("create", object, source))),
     }
 }
 
@@ -708,11 +677,7 @@ async fn apply_wrapper(
         &Patch::Apply(&wrapper),
     )
     .await
-    .map_err(|source| Error::Kube {
-        verb: "apply",
-        object: format!("BundleDeployment {name}"),
-        source,
-    })?;
+    .map_err(|source| KubeCallError::new("apply", format!("BundleDeployment {name}"), source))?;
     let previous = existing.and_then(resolve_set::wrapper_config_map);
     if previous != Some(resolve_set) {
         let note = match previous {
@@ -743,11 +708,11 @@ async fn prune_history(
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(source) => {
-                return Err(Error::Kube {
-                    verb: "delete",
-                    object: format!("ConfigMap {}/{name}", ctx.settings.system_namespace),
+                return Err(Error::Kube(KubeCallError::new(
+                    "delete",
+                    format!("ConfigMap {}/{name}", ctx.settings.system_namespace),
                     source,
-                });
+                )));
             }
         }
     }
@@ -825,10 +790,12 @@ async fn write_status(
         &own,
     )
     .await
-    .map_err(|source| Error::Kube {
-        verb: "update the status of",
-        object: format!("ActiveResolution {name}"),
-        source,
+    .map_err(|source| {
+        KubeCallError::new(
+            "update the status of",
+            format!("ActiveResolution {name}"),
+            source,
+        )
     })?;
     // Only Activated is ours; Resolved is deppy-resolver's to announce.
     kit::controller::announce(

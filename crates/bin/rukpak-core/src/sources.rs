@@ -3,6 +3,7 @@
 //! the API's terms for `status.resolvedSource`.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kit::kube_error::KubeCallError;
 use kube::{Api, Client};
 use rukpak_api::{BundleSource, GitRef, SourceType};
 
@@ -38,18 +39,8 @@ pub enum SourceError {
     #[error("spec.source.{0} is not set")]
     Incomplete(&'static str),
     /// Reading from the API server failed.
-    #[error("failed to read {kind} {namespace}/{name}")]
-    Kube {
-        /// Kind.
-        kind: &'static str,
-        /// Namespace.
-        namespace: String,
-        /// Name.
-        name: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
 }
 
 impl SourceError {
@@ -85,11 +76,8 @@ pub async fn prepare(
             secrets
                 .get_opt(&name)
                 .await
-                .map_err(|source| SourceError::Kube {
-                    kind: "Secret",
-                    namespace: namespace.to_owned(),
-                    name: name.clone(),
-                    source,
+                .map_err(|source| {
+                    KubeCallError::new("read", format!("Secret {namespace}/{name}"), source)
                 })?
                 .ok_or_else(|| SourceError::Missing {
                     kind: "Secret",
@@ -206,11 +194,8 @@ pub async fn prepare(
                 let config_map = configmaps
                     .get_opt(&name)
                     .await
-                    .map_err(|source| SourceError::Kube {
-                        kind: "ConfigMap",
-                        namespace: namespace.to_owned(),
-                        name: name.clone(),
-                        source,
+                    .map_err(|source| {
+                        KubeCallError::new("read", format!("ConfigMap {namespace}/{name}"), source)
                     })?
                     .ok_or_else(|| SourceError::Missing {
                         kind: "ConfigMap",
@@ -359,12 +344,11 @@ mod tests {
             .is_terminal()
         );
         assert!(
-            !SourceError::Kube {
-                kind: "Secret",
-                namespace: "n".into(),
-                name: "s".into(),
-                source: kube::Error::LinesCodecMaxLineLengthExceeded,
-            }
+            !SourceError::Kube(KubeCallError::new(
+                "read",
+                "Secret n/s",
+                kube::Error::LinesCodecMaxLineLengthExceeded,
+            ))
             .is_terminal()
         );
     }

@@ -8,13 +8,14 @@ use foldhash::{HashSet, HashSetExt};
 use semver::Version;
 
 use crate::channel::{ChannelError, ChannelGraph};
+use crate::detail::Detail;
 use crate::error::ParseError;
 use crate::gvk::Gvk;
 use crate::location::Location;
 use crate::model::{Bundle, Catalog, Channel, DeprecationReference, Package};
 use crate::name_index::NameIndex;
 use crate::parallel;
-use crate::parse::{Detail, parse_dir_with, parse_files_with};
+use crate::parse::{parse_dir_with, parse_files_with};
 use crate::range::{VersionRange, compare_precedence};
 
 /// One rule a catalog breaks.

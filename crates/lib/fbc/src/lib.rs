@@ -25,6 +25,7 @@
 mod channel;
 mod constraint;
 mod csv_check;
+mod detail;
 mod dir;
 mod error;
 mod evaluate;
@@ -44,6 +45,7 @@ mod stream;
 
 pub use channel::{ChannelError, ChannelGraph};
 pub use constraint::{Constraint, ConstraintExpr, ConstraintParseError};
+pub use detail::Detail;
 pub use error::ParseError;
 pub use evaluate::ConstraintError;
 pub use gvk::Gvk;
@@ -56,7 +58,7 @@ pub use model::{
     SCHEMA_PACKAGE,
 };
 pub use parse::{
-    Detail, parse_dir, parse_dir_with, parse_files, parse_files_with, parse_into, parse_into_with,
+    parse_dir, parse_dir_with, parse_files, parse_files_with, parse_into, parse_into_with,
 };
 pub use property::{
     CsvMetadata, InstallMode, PackageProperty, PackageRequired, Property, PropertyError,

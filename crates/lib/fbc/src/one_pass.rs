@@ -18,7 +18,7 @@ use serde::de::{
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::parse::Detail;
+use crate::detail::Detail;
 use crate::property::{Property, PropertyError, ValueSource, interpret, shape_error};
 
 /// A [`Detail`] known when the reader's type is chosen.

@@ -16,8 +16,8 @@ use serde_json::value::RawValue;
 
 use crate::constraint::{self, Constraint};
 use crate::csv_check::MinKubeVersion;
+use crate::detail::Detail;
 use crate::gvk::Gvk;
-use crate::parse::Detail;
 use crate::range::{PrereleasePolicy, RangeError, VersionRange};
 use crate::scan::without_position;
 

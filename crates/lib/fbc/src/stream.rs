@@ -10,11 +10,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::detail::Detail;
 use crate::error::ParseError;
 use crate::ignore::IndexIgnore;
 use crate::index::{CatalogIndex, LoadError};
 use crate::model::Catalog;
-use crate::parse::{Detail, add_ignore, is_index_ignore, normalize, parse_into_with};
+use crate::parse::{add_ignore, is_index_ignore, normalize, parse_into_with};
 
 /// Accumulates catalog files; see the [module documentation](self).
 #[derive(Debug, Default)]

@@ -15,7 +15,6 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use kube::runtime::reflector::Store;
 use prometheus::{Encoder, Registry, TextEncoder};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -67,7 +66,8 @@ impl Readiness {
     }
 
     /// Registers a closed gate named `name` (e.g. `watch:bundles`). `/readyz` fails until
-    /// the returned gate is opened. Registering a name twice closes it again.
+    /// the returned gate is opened. Registering a name twice closes it again. To gate on a
+    /// watch's first list, see [`crate::watch::track_store`].
     pub fn register(&self, name: impl Into<String>) -> ReadyGate {
         let name = name.into();
         self.set(&name, false);
@@ -75,24 +75,6 @@ impl Readiness {
             name,
             readiness: self.clone(),
         }
-    }
-
-    /// Registers a gate that opens once `store` has received its initial list: the usual
-    /// way to gate on a controller's or reflector's watch.
-    pub fn track_store<K>(&self, name: impl Into<String>, store: Store<K>) -> JoinHandle<()>
-    where
-        K: kube::Resource + Clone + Send + Sync + 'static,
-        K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
-    {
-        let gate = self.register(name);
-        tokio::spawn(async move {
-            // A Controller waits on its own store too, so this is one of several waiters.
-            // If the writer was dropped before the first list, the watch is gone and the
-            // gate stays closed.
-            if crate::watch::until_listed(&store).await.is_ok() {
-                gate.open();
-            }
-        })
     }
 
     /// Records that the watch `name` just failed: `/readyz` reports not ready until it has

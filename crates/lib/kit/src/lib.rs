@@ -19,6 +19,7 @@
 //! - [`metrics`]: the reconcile metrics every controller exports;
 //! - [`report`]: errors with their whole cause chain, for conditions and Events;
 //! - [`events`]: publishing Events without failing the reconcile;
+//! - [`kube_error`]: the error of a failed API call, named by its verb and object;
 //! - [`watch`]: watch settings (optional label selector);
 //! - [`status`]: writing a status (server-side apply of the fields a controller owns).
 
@@ -27,6 +28,7 @@ pub mod cli;
 pub mod conditions;
 pub mod controller;
 pub mod events;
+pub mod kube_error;
 pub mod leader;
 pub mod metrics;
 pub mod report;

@@ -200,7 +200,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
-    readiness.track_store(name, writer.as_reader());
+    track_store(readiness, name, writer.as_reader());
     watcher(api, config)
         .backoff(WatchBackoff::default())
         .inspect(report_failures(readiness, name))
@@ -239,6 +239,31 @@ where
 
 /// How often [`until_listed`] asks again.
 const READY_POLL: Duration = Duration::from_millis(100);
+
+/// Registers the readiness gate `name` on `readiness`, opening once `store` has received its
+/// initial list: the usual way to gate `/readyz` on a controller's or reflector's watch.
+///
+/// Here rather than on [`Readiness`]: the gates know nothing of watches, and this module
+/// already depends on them.
+pub fn track_store<K>(
+    readiness: &Readiness,
+    name: impl Into<String>,
+    store: Store<K>,
+) -> tokio::task::JoinHandle<()>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    let gate = readiness.register(name);
+    tokio::spawn(async move {
+        // A Controller waits on its own store too, so this is one of several waiters.
+        // If the writer was dropped before the first list, the watch is gone and the
+        // gate stays closed.
+        if until_listed(&store).await.is_ok() {
+            gate.open();
+        }
+    })
+}
 
 /// Polls a watch stream in a task of its own (so the stores it feeds fill whatever the
 /// controller is doing) and sends the objects each item names as reconcile requests to

@@ -35,9 +35,7 @@ async fn readyz_turns_ready_only_after_every_watch_has_synced() {
     let base = format!("http://{}", server.address);
 
     let (store, writer) = reflector::store::<ConfigMap>();
-    admin
-        .readiness
-        .track_store("watch:configmaps", store.clone());
+    kit::watch::track_store(&admin.readiness, "watch:configmaps", store.clone());
     // A second waiter on the same store, as a Controller has: kube-runtime wakes only the
     // latest waiter, and the gate must open anyway.
     let competitor = store.clone();
@@ -55,7 +53,7 @@ async fn readyz_turns_ready_only_after_every_watch_has_synced() {
     ));
     let ghost_writer = reflector::store::Writer::<DynamicObject>::new(missing.clone());
     let ghost_store = ghost_writer.as_reader();
-    admin.readiness.track_store("watch:ghosts", ghost_store);
+    kit::watch::track_store(&admin.readiness, "watch:ghosts", ghost_store);
 
     let (status, body) = get(&format!("{base}/readyz")).await;
     assert_eq!(status, 503, "not ready before any watch runs");

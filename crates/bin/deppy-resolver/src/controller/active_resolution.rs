@@ -18,6 +18,7 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::kube_error::KubeCallError;
 use kit::retry::{Classify, Retry};
 
 use super::{Context, error_chain};
@@ -26,22 +27,15 @@ use crate::{Constraint, NamedCatalog, Request, ResolveError, Resolver};
 /// A failed ActiveResolution reconcile; always retried with backoff.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
-    /// Writing the status failed (e.g. a conflict with the activator).
-    #[error("failed to update the status of ActiveResolution {0}")]
-    Kube(String, #[source] kube::Error),
+    /// Writing the status failed.
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
     /// The resolver failed on input it accepted: a bug.
     #[error("failed to resolve ActiveResolution {0}")]
     Resolve(String, #[source] ResolveError),
     /// The resolution task panicked or was cancelled.
     #[error("failed to run the resolution of ActiveResolution {0}")]
     Task(String, #[source] tokio::task::JoinError),
-}
-
-impl Error {
-    /// Whether the status write lost a race with another write (HTTP 409).
-    fn is_conflict(&self) -> bool {
-        matches!(self, Self::Kube(_, kube::Error::Api(status)) if status.is_conflict())
-    }
 }
 
 impl Classify for Error {
@@ -51,8 +45,7 @@ impl Classify for Error {
 
     fn label(&self) -> &'static str {
         match self {
-            Self::Kube(..) if self.is_conflict() => "conflict",
-            Self::Kube(..) => "kube",
+            Self::Kube(err) => err.label(),
             Self::Resolve(..) => "resolve",
             Self::Task(..) => "task",
         }
@@ -63,11 +56,10 @@ impl Classify for Error {
 /// ActiveResolutions again.
 pub(super) async fn run(
     ctx: Arc<Context>,
-    (resolutions, store, _synced): (
-        impl Stream<Item = Result<ActiveResolution, kube::runtime::watcher::Error>> + Send + 'static,
-        kube::runtime::reflector::Store<ActiveResolution>,
-        tokio::sync::watch::Receiver<bool>,
-    ),
+    resolutions: impl Stream<Item = Result<ActiveResolution, kube::runtime::watcher::Error>>
+    + Send
+    + 'static,
+    store: kube::runtime::reflector::Store<ActiveResolution>,
     catalogs_changed: impl Stream<Item = ()> + Send + 'static,
     shutdown: CancellationToken,
 ) {
@@ -91,12 +83,6 @@ pub(super) async fn run(
 }
 
 fn error_policy(resolution: Arc<ActiveResolution>, error: &Error, ctx: Arc<Context>) -> Action {
-    if error.is_conflict() {
-        // The cache lagged behind our own or the activator's write: resolve again on the
-        // current object soon, without alarming anyone.
-        tracing::debug!(active_resolution = %resolution.name_any(), "status write conflicted; retrying");
-        return Action::requeue(std::time::Duration::from_millis(200));
-    }
     kit::controller::retry_after(
         &ctx.backoff,
         "ActiveResolution",
@@ -181,7 +167,13 @@ async fn reconcile_resolution(
             &own_fields(&next),
         )
         .await
-        .map_err(|source| Error::Kube(name.clone(), source))?;
+        .map_err(|source| {
+            KubeCallError::new(
+                "update the status of",
+                format!("ActiveResolution {name}"),
+                source,
+            )
+        })?;
     }
     Ok(Action::await_change())
 }

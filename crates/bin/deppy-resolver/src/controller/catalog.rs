@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deppy_api::conditions::{TYPE_SERVING, TYPE_UNPACKED, reasons};
-use deppy_api::{Catalog, CatalogSource, CatalogStatus, ContentRef};
+use deppy_api::{BundleIndex, Catalog, CatalogSource, CatalogStatus, ContentRef};
 use fbc::CatalogIndex;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -23,6 +23,7 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::kube_error::KubeCallError;
 use kit::retry::{Classify, Retry};
 
 use super::{Context, ServedCatalog, error_chain, loading};
@@ -31,16 +32,8 @@ use super::{Context, ServedCatalog, error_chain, loading};
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
     /// Reading or writing an object failed.
-    #[error("failed to {verb} {object}")]
-    Kube {
-        /// What we tried.
-        verb: &'static str,
-        /// Which object.
-        object: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
     /// Storing the catalog's content failed.
     #[error("failed to store the content of Catalog {0}")]
     Store(String, #[source] content::StoreError),
@@ -53,7 +46,7 @@ impl Classify for Error {
 
     fn label(&self) -> &'static str {
         match self {
-            Self::Kube { .. } => "kube",
+            Self::Kube(err) => err.label(),
             Self::Store(..) => "store",
         }
     }
@@ -267,10 +260,8 @@ async fn write_status(
         next,
     )
     .await
-    .map_err(|source| Error::Kube {
-        verb: "update the status of",
-        object: format!("Catalog {name}"),
-        source,
+    .map_err(|source| {
+        KubeCallError::new("update the status of", format!("Catalog {name}"), source)
     })?;
     Ok(())
 }
@@ -366,7 +357,7 @@ async fn parse(ctx: &Context, content: &content::Content) -> Result<Parsed, Stri
     let limits = ctx.settings.unpack.limits;
     let digest = content.digest().to_string();
     if let Some(index) = ctx.catalogs.by_content(&digest) {
-        let bundle_index = loading::index_content(&loading::bundle_index(&index), &limits);
+        let bundle_index = loading::index_content(&BundleIndex::from_catalog(&index), &limits);
         return Ok(Parsed {
             index,
             bundle_index,
@@ -375,7 +366,7 @@ async fn parse(ctx: &Context, content: &content::Content) -> Result<Parsed, Stri
     let content = content.clone();
     tokio::task::spawn_blocking(move || {
         let index = loading::parse(&content, &limits)?;
-        let bundle_index = loading::index_content(&loading::bundle_index(&index), &limits);
+        let bundle_index = loading::index_content(&BundleIndex::from_catalog(&index), &limits);
         Ok(Parsed {
             index: Arc::new(index),
             bundle_index,
@@ -477,10 +468,8 @@ async fn fetch(
         } => {
             let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &source.namespace);
             let qualified = format!("{}/{}", source.namespace, source.name);
-            let Some(config_map) = api.get_opt(&source.name).await.map_err(|err| Error::Kube {
-                verb: "read",
-                object: format!("ConfigMap {qualified}"),
-                source: err,
+            let Some(config_map) = api.get_opt(&source.name).await.map_err(|source| {
+                KubeCallError::new("read", format!("ConfigMap {qualified}"), source)
             })?
             else {
                 // ConfigMaps are not watched; retry until it appears.
@@ -593,10 +582,8 @@ async fn fetch(
 async fn read_pull_secret(ctx: &Context, name: &str) -> Result<Result<Vec<u8>, String>, Error> {
     let namespace = &ctx.settings.system_namespace;
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-    let secret = secrets.get_opt(name).await.map_err(|source| Error::Kube {
-        verb: "read",
-        object: format!("Secret {namespace}/{name}"),
-        source,
+    let secret = secrets.get_opt(name).await.map_err(|source| {
+        KubeCallError::new("read", format!("Secret {namespace}/{name}"), source)
     })?;
     Ok(match secret {
         None => Err(format!("pull secret {namespace}/{name} not found")),

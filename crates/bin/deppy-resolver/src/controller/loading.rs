@@ -10,7 +10,7 @@
 use std::io::Read;
 
 use content::{Content, Limits};
-use deppy_api::{BUNDLE_INDEX_FILE, BundleIndex, IndexedBundle};
+use deppy_api::{BUNDLE_INDEX_FILE, BundleIndex};
 use fbc::{CatalogBuilder, CatalogIndex, Detail};
 use tar::EntryType;
 
@@ -96,32 +96,6 @@ impl<R: Read> Read for Bounded<R> {
         })?;
         Ok(n)
     }
-}
-
-/// What the resolution-activator needs of `index`: every package's channels and, for every
-/// bundle, its version, image and `olm.maxOpenShiftVersion`.
-pub(super) fn bundle_index(index: &CatalogIndex) -> BundleIndex {
-    let catalog = index.catalog();
-    let mut out = BundleIndex::default();
-    for bundle in &catalog.bundles {
-        out.add_bundle(
-            &bundle.package,
-            IndexedBundle {
-                name: bundle.name.clone(),
-                version: bundle.version.to_string(),
-                image: bundle.image.clone(),
-                max_openshift_version: bundle.max_openshift_version().map(str::to_owned),
-            },
-        );
-    }
-    for channel in &catalog.channels {
-        out.add_channel(
-            &channel.package,
-            &channel.name,
-            channel.entries.iter().map(|e| e.name.clone()).collect(),
-        );
-    }
-    out
 }
 
 /// The bundle index as content: a normalised tar.gz holding [`BUNDLE_INDEX_FILE`].
@@ -252,14 +226,17 @@ mod tests {
             &[],
         );
         let limits = Limits::default();
-        let index = bundle_index(&parse(&content, &limits).unwrap());
+        let index = BundleIndex::from_catalog(&parse(&content, &limits).unwrap());
         let bundle = index.find("a", "0.1.0", "stable").unwrap();
         assert_eq!(bundle.image, "r/a:0.1.0");
         assert_eq!(bundle.max_openshift_version.as_deref(), Some("4.16"));
         assert_eq!(index.find("b", "1.1.0", "stable").unwrap().name, "b.v1.1.0");
         assert_eq!(index.bundle_count(), 3);
         let stored = index_content(&index, &limits).unwrap();
-        let again = index_content(&bundle_index(&parse(&content, &limits).unwrap()), &limits);
+        let again = index_content(
+            &BundleIndex::from_catalog(&parse(&content, &limits).unwrap()),
+            &limits,
+        );
         assert_eq!(stored.digest(), again.unwrap().digest());
         let files = stored.files(&limits).unwrap();
         let back = BundleIndex::from_json(files.get(BUNDLE_INDEX_FILE).unwrap()).unwrap();

@@ -14,11 +14,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use fbc::CatalogIndex;
-use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kit::events::Recorder;
-use kube::runtime::reflector::{self, Store, reflector};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, Store};
 use kube::{Api, Client};
 use prometheus::{Histogram, HistogramOpts, HistogramVec, Registry};
 use tokio::sync::mpsc;
@@ -296,21 +295,27 @@ pub async fn run(
     let notices = futures::stream::unfold(notices, |mut notices| async move {
         notices.recv().await.map(|()| ((), notices))
     });
-    let (catalogs, catalog_store, catalogs_synced) = synced_watch(
+    let (catalog_store, catalog_writer) = reflector::store();
+    let catalogs = kit::watch::cached(
         Api::<deppy_api::Catalog>::all(ctx.client.clone()),
-        ctx.settings.selector.as_deref(),
+        kit::watch::config(ctx.settings.selector.as_deref()),
+        catalog_writer,
         readiness,
         "watch:catalogs",
-    );
+    )
+    .applied_objects();
     // Created now so that /readyz waits for it from the start; polled once the controller
     // runs.
-    let resolutions = synced_watch(
+    let (resolution_store, resolution_writer) = reflector::store();
+    let resolutions = kit::watch::cached(
         Api::<deppy_api::ActiveResolution>::all(ctx.client.clone()),
-        ctx.settings.selector.as_deref(),
+        kit::watch::config(ctx.settings.selector.as_deref()),
+        resolution_writer,
         readiness,
         "watch:activeresolutions",
-    );
-    let loaded = catalogs_loaded(&ctx, catalog_store.clone(), catalogs_synced, &shutdown);
+    )
+    .applied_objects();
+    let loaded = catalogs_loaded(&ctx, catalog_store.clone(), &shutdown);
     let sweep = ctx.store.sweep_every(
         catalog::CATALOG_USER,
         ctx.settings.content_sweep_interval,
@@ -326,7 +331,13 @@ pub async fn run(
             let (loaded, known) = futures::join!(loaded, ctx.refresh_kube_version());
             if loaded {
                 futures::join!(
-                    active_resolution::run(ctx.clone(), resolutions, notices, shutdown.clone()),
+                    active_resolution::run(
+                        ctx.clone(),
+                        resolutions,
+                        resolution_store,
+                        notices,
+                        shutdown.clone(),
+                    ),
                     keep_kube_version(&ctx, known, &shutdown),
                 );
             }
@@ -367,11 +378,10 @@ const CATALOG_LOAD_TIMEOUT: Duration = Duration::from_secs(120);
 async fn catalogs_loaded(
     ctx: &Context,
     store: Store<deppy_api::Catalog>,
-    mut synced: tokio::sync::watch::Receiver<bool>,
     shutdown: &CancellationToken,
 ) -> bool {
     let wait = async {
-        if synced.wait_for(|synced| *synced).await.is_err() {
+        if kit::watch::until_listed(&store).await.is_err() {
             return false;
         }
         let names: Vec<String> = store
@@ -405,56 +415,6 @@ async fn catalogs_loaded(
         loaded = wait => loaded,
         () = shutdown.cancelled() => false,
     }
-}
-
-/// The watch of every `K` for a controller (`Controller::for_stream`) and its cache, with the
-/// readiness gate `name` opening (and the receiver turning true) once the initial list is
-/// in the cache.
-///
-/// Not `readiness.track_store(controller.store())`: kube-runtime 5.0's
-/// `Store::wait_until_ready` wakes only the most recent of concurrent waiters (its
-/// `DelayedInit` polls a oneshot receiver, which keeps one waker), and the controller
-/// itself waits on the same store for every request, so the gate's waiter is never woken.
-fn synced_watch<K>(
-    api: Api<K>,
-    selector: Option<&str>,
-    readiness: &Readiness,
-    name: &str,
-) -> (
-    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
-    Store<K>,
-    tokio::sync::watch::Receiver<bool>,
-)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let mut gate = Some(readiness.register(name));
-    let (synced_tx, synced) = tokio::sync::watch::channel(false);
-    let (reader, writer) = reflector::store();
-    let stream = reflector(
-        writer,
-        watcher(api, kit::watch::config(selector))
-            .backoff(kit::watch::WatchBackoff::default())
-            .inspect(kit::watch::report_failures(readiness, name)),
-    )
-    .map(move |event| {
-        // After the reflector: the cache holds the initial list when this is seen.
-        if let Ok(watcher::Event::InitDone) = &event
-            && let Some(gate) = gate.take()
-        {
-            gate.open();
-            synced_tx.send_replace(true);
-        }
-        event
-    })
-    .applied_objects();
-    (stream, reader, synced)
 }
 
 pub use catalog::referenced_content;

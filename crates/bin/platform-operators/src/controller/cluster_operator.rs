@@ -50,8 +50,10 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether another writer created the ClusterOperator between our read and our create
+    /// (409 AlreadyExists): the next reconcile finds it.
     fn is_conflict(&self) -> bool {
-        matches!(self, Self::Status(kube::Error::Api(s)) | Self::Create(kube::Error::Api(s)) if s.is_conflict())
+        matches!(self, Self::Create(kube::Error::Api(s)) if s.is_conflict())
     }
 }
 

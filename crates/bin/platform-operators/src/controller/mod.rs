@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kit::events::Recorder;
-use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use prometheus::{IntGaugeVec, Opts, Registry};
 use tokio::sync::mpsc;
@@ -138,15 +138,22 @@ pub struct Context {
     recorder: Recorder,
     metrics: Metrics,
     backoff: Backoff,
-    /// Turns true once every cache holds its initial list: decisions that look at other
-    /// objects (which PlatformOperator has a package) wait for it.
-    synced: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Context {
-    /// Waits until every cache has synced; false when the watches ended first.
+    /// Waits until every cache holds its initial list (decisions that look at other objects,
+    /// such as which PlatformOperator has a package, wait for it); false when a watch ended
+    /// first.
     async fn caches_synced(&self) -> bool {
-        self.synced.clone().wait_for(|synced| *synced).await.is_ok()
+        use kit::watch::until_listed;
+        let Caches {
+            operators,
+            resolutions,
+            deployments,
+        } = &self.caches;
+        until_listed(operators).await.is_ok()
+            && until_listed(resolutions).await.is_ok()
+            && until_listed(deployments).await.is_ok()
     }
 }
 
@@ -163,40 +170,43 @@ pub async fn run(
     let (requeue, requeues) = mpsc::unbounded_channel::<ObjectRef<PlatformOperator>>();
     let selector = settings.selector.clone();
 
-    let (operators_stream, operators, operators_synced) = synced_watch(
-        Api::<PlatformOperator>::all(client.clone()),
-        selector.as_deref(),
-        readiness,
-        "watch:platformoperators",
+    let (operators, writer) = reflector::store();
+    let operators_stream = changes(
+        kit::watch::cached(
+            Api::<PlatformOperator>::all(client.clone()),
+            kit::watch::config(selector.as_deref()),
+            writer,
+            readiness,
+            "watch:platformoperators",
+        ),
         notify.clone(),
     );
-    let (resolutions_stream, resolutions, resolutions_synced) = synced_watch(
-        Api::<ActiveResolution>::all(client.clone()),
-        selector.as_deref(),
-        readiness,
-        "watch:activeresolutions",
+    let (resolutions, writer) = reflector::store();
+    let resolutions_stream = changes(
+        kit::watch::cached(
+            Api::<ActiveResolution>::all(client.clone()),
+            kit::watch::config(selector.as_deref()),
+            writer,
+            readiness,
+            "watch:activeresolutions",
+        ),
         notify.clone(),
     );
-    let (deployments_stream, deployments, deployments_synced) = synced_watch(
-        Api::<BundleDeployment>::all(client.clone()),
-        selector.as_deref(),
-        readiness,
-        "watch:bundledeployments",
+    let (deployments, writer) = reflector::store();
+    let deployments_stream = changes(
+        kit::watch::cached(
+            Api::<BundleDeployment>::all(client.clone()),
+            kit::watch::config(selector.as_deref()),
+            writer,
+            readiness,
+            "watch:bundledeployments",
+        ),
         notify.clone(),
     );
     let caches = Caches {
         operators,
         resolutions,
         deployments,
-    };
-    let (synced_tx, synced) = tokio::sync::watch::channel(false);
-    let all_synced = async move {
-        for mut one in [operators_synced, resolutions_synced, deployments_synced] {
-            if one.wait_for(|synced| *synced).await.is_err() {
-                return;
-            }
-        }
-        synced_tx.send_replace(true);
     };
     let ctx = Arc::new(Context {
         recorder: kit::controller::recorder(client.clone(), MANAGER),
@@ -205,7 +215,6 @@ pub async fn run(
         caches,
         metrics,
         backoff: Backoff::default(),
-        synced: synced.clone(),
     });
 
     // A PlatformOperator that lost its package to another one depends on the others:
@@ -247,7 +256,6 @@ pub async fn run(
                 cluster_operator::run(ctx.clone(), notify, notices, shutdown.clone()).await;
             }
         },
-        all_synced,
     );
 }
 
@@ -275,55 +283,22 @@ impl<K> Change<K> {
     }
 }
 
-/// The watch of every `K` matching `selector`, its cache, and a receiver turning true once
-/// the initial list is in the cache (the readiness gate `name` opens then). Every change
-/// also notifies `notify` (the ClusterOperator controller).
-///
-/// Not `readiness.track_store(...)`: kube-runtime 5.0's `Store::wait_until_ready` wakes
-/// only the most recent of concurrent waiters, and a controller waits on its own store.
-fn synced_watch<K>(
-    api: Api<K>,
-    selector: Option<&str>,
-    readiness: &Readiness,
-    name: &str,
+/// The objects of a watch's events as [`Change`]s, after the cache has taken them; every
+/// change also notifies `notify` (the ClusterOperator controller).
+fn changes<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
     notify: mpsc::Sender<()>,
-) -> (
-    impl Stream<Item = Result<Change<K>, watcher::Error>> + Send + 'static,
-    Store<K>,
-    tokio::sync::watch::Receiver<bool>,
-)
+) -> impl Stream<Item = Result<Change<K>, watcher::Error>> + Send + 'static
 where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Send + 'static,
 {
-    let mut gate = Some(readiness.register(name));
-    let (synced_tx, synced) = tokio::sync::watch::channel(false);
-    let (reader, writer) = reflector::store();
-    let stream = reflector(
-        writer,
-        watcher(api, kit::watch::config(selector))
-            .backoff(kit::watch::WatchBackoff::default())
-            .inspect(kit::watch::report_failures(readiness, name)),
-    )
-    .filter_map(move |event| {
+    events.filter_map(move |event| {
         let change = match event {
-            Ok(watcher::Event::InitDone) => {
-                if let Some(gate) = gate.take() {
-                    gate.open();
-                    synced_tx.send_replace(true);
-                }
-                None
-            }
             Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
                 Some(Ok(Change::Applied(object)))
             }
             Ok(watcher::Event::Delete(object)) => Some(Ok(Change::Deleted(object))),
-            Ok(watcher::Event::Init) => None,
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
             Err(err) => Some(Err(err)),
         };
         if matches!(change, Some(Ok(_))) {
@@ -331,8 +306,7 @@ where
             let _ = notify.try_send(());
         }
         futures::future::ready(change)
-    });
-    (stream, reader, synced)
+    })
 }
 
 pub use kit::error_chain;

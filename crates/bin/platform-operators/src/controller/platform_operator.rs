@@ -11,7 +11,6 @@
 use kube::runtime::WatchStreamExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use deppy_api::ActiveResolution;
 use futures::{Stream, StreamExt};
@@ -62,12 +61,6 @@ pub enum Error {
     Status(String, #[source] kube::Error),
 }
 
-impl Error {
-    fn is_conflict(&self) -> bool {
-        matches!(self, Self::Status(_, kube::Error::Api(s)) if s.is_conflict())
-    }
-}
-
 impl Classify for Error {
     fn retry(&self) -> Retry {
         match self {
@@ -82,7 +75,6 @@ impl Classify for Error {
             Self::DeleteResolution(..) => "delete_resolution",
             Self::ForeignResolution(_) => "foreign_resolution",
             Self::NoUid(_) => "no_uid",
-            Self::Status(..) if self.is_conflict() => "conflict",
             Self::Status(..) => "status",
         }
     }
@@ -158,10 +150,6 @@ pub(super) fn requeue_duplicates(
 
 fn error_policy(operator: Arc<PlatformOperator>, error: &Error, ctx: Arc<Context>) -> Action {
     let key = format!("po/{}", operator.name_any());
-    if error.is_conflict() {
-        tracing::debug!(platform_operator = %operator.name_any(), "status write conflicted; retrying");
-        return Action::requeue(Duration::from_millis(200));
-    }
     kit::controller::retry_after(&ctx.backoff, "PlatformOperator", &key, error)
 }
 
