@@ -14,11 +14,12 @@ use kube::{Api, Client};
 use rukpak_api::{CollisionProtection, InventoryEntry};
 use serde_json::json;
 
+use health::Health;
+use health::checks::{CompiledChecks, judge};
+
 use crate::collision::{self, Collision};
 use crate::crd_safety;
 use crate::drift::DriftWatches;
-use crate::health::Health;
-use crate::health_checks::{CompiledChecks, judge};
 use crate::kinds::KindCache;
 use crate::object::{ObjectKey, owner_labels, owning_bundle_deployment};
 use crate::phase::{ApplyStep, Phase, is_crd, phase_of, sort_for_apply, sort_for_delete};
@@ -212,14 +213,9 @@ impl PhaseWait {
 
     /// A sentence naming the phase and what it waits for.
     pub fn message(&self) -> String {
-        let verdict = crate::health::aggregate(self.objects.iter().map(|(key, health)| {
+        let verdict = health::aggregate(self.objects.iter().map(|(key, health)| {
             (
-                crate::health::display_ref(
-                    &key.group,
-                    &key.kind,
-                    key.namespace.as_deref(),
-                    &key.name,
-                ),
+                health::display_ref(&key.group, &key.kind, key.namespace.as_deref(), &key.name),
                 health.clone(),
             )
         }));

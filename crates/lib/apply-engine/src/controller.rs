@@ -25,6 +25,8 @@ use rukpak_api::{
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
+use health::Health;
+use health::checks::{CompiledChecks, judge};
 use kit::admin::Readiness;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
@@ -32,8 +34,6 @@ use kit::retry::{Backoff, Classify, Retry};
 use crate::apply::{Applier, ApplyError, ApplyReport, ApplyRequest};
 use crate::content_cache::ContentCache;
 use crate::drift::DriftWatches;
-use crate::health::{self, Health};
-use crate::health_checks::{CompiledChecks, judge};
 use crate::identity;
 use crate::kinds::KindCache;
 use crate::object::ObjectKey;

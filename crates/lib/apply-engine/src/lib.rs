@@ -19,9 +19,9 @@
 //! - [`review`]: what a pending revision would add, change, remove and grant, for approval;
 //! - [`drift`]: label-filtered watches that turn changes of managed objects into reconciles;
 //! - [`status`]: BundleDeployment status from a reconcile outcome;
-//! - [`health`]: per-kind health rules;
-//! - [`health_checks`]: declared health checks (CEL from `spec.healthChecks`) that override them;
 //! - [`crd_safety`]: CRD upgrade safety checks, run before any CRD update.
+//!
+//! Health verdicts (the rule per kind and declared CEL checks) come from the `health` crate.
 
 pub mod apply;
 pub mod certificates;
@@ -30,8 +30,6 @@ pub mod content_cache;
 pub mod controller;
 pub mod crd_safety;
 pub mod drift;
-pub mod health;
-pub mod health_checks;
 pub mod identity;
 pub mod kinds;
 pub mod manifest;

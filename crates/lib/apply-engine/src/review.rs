@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::health::display_ref;
+use health::display_ref;
+
 use crate::object::ObjectKey;
 
 /// The API group of Roles, ClusterRoles and their bindings.

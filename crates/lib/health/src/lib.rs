@@ -1,4 +1,8 @@
-//! Health of applied objects: one rule per kind, as pure functions over the live object.
+//! Judges the health of applied objects from their live state, with no client and no I/O:
+//! the built-in rule per kind (this module) and the declared health checks ([`checks`]: CEL
+//! from `spec.healthChecks`) that override them. The apply engine reads the objects and asks.
+//!
+//! Rules: one per kind, as pure functions over the live object.
 //!
 //! The engine reads each object it applied (as a [`DynamicObject`], or as raw JSON through
 //! [`evaluate_value`]), judges it with [`evaluate`], and folds the verdicts into the
@@ -19,6 +23,8 @@
 //! ingress address, a PersistentVolumeClaim bound with `WaitForFirstConsumer`): a health check
 //! that can hang forever is a known complaint about other tools (Flux, Argo CD), and such
 //! objects would keep a BundleDeployment unhealthy for no fault of its own.
+
+pub mod checks;
 
 use std::fmt;
 

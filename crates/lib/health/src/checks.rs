@@ -1,5 +1,5 @@
 //! Declared health checks: CEL expressions from `spec.healthChecks` that judge objects the
-//! built-in rules ([`crate::health`]) do not know, or judge differently.
+//! built-in rules ([`crate`]) do not know, or judge differently.
 //!
 //! A check selects objects by group, kind, and optionally name and labels; the first check
 //! that selects an object decides its verdict ([`CompiledChecks::evaluate`]), and objects no
@@ -79,7 +79,7 @@ use cel::{Context, Env, ExecutionError, ParseError, ParseErrors, Program, Value 
 use rukpak_api::HealthCheck;
 use serde_json::Value;
 
-use crate::health::{self, Health};
+use crate::Health;
 
 /// Longest expression accepted, in characters: the CRD's limit on `ready` and `failed`.
 pub const MAX_EXPRESSION_CHARS: usize = 4096;
@@ -201,11 +201,11 @@ impl CompiledChecks {
 }
 
 /// A declared check's verdict when one selects the object, else the built-in rules'
-/// ([`health::evaluate_value`]).
+/// ([`crate::evaluate_value`]).
 pub fn judge(checks: &CompiledChecks, object: &Value) -> Health {
     checks
         .evaluate(object)
-        .unwrap_or_else(|| health::evaluate_value(object))
+        .unwrap_or_else(|| crate::evaluate_value(object))
 }
 
 fn compile_check(index: usize, check: &HealthCheck) -> Result<CompiledCheck, String> {
@@ -983,7 +983,7 @@ mod tests {
                 "waiting for the Deployment controller to report status".to_string()
             )
         );
-        assert_eq!(judge(&checks, &other), health::evaluate_value(&other));
+        assert_eq!(judge(&checks, &other), crate::evaluate_value(&other));
     }
 
     #[test]
