@@ -1,13 +1,13 @@
 //! `plain-provisioner`: installs plain+v0 bundles for BundleDeployments whose
-//! ProvisionerClass names the `core-rukpak-io-plain` provisioner. The format and the engine
-//! are `apply_engine` (`apply_engine::plain`); their cluster tests are in
-//! `crates/lib/apply-engine/tests`.
+//! ProvisionerClass names the `core-rukpak-io-plain` provisioner. The format is this
+//! package's library (`plain_provisioner::PlainFormat`), the engine is `apply_engine`; the
+//! engine's cluster tests, run with this format, are in `crates/lib/apply-engine/tests`.
 
 use std::process::ExitCode;
 
-use apply_engine::plain::PlainFormat;
 use apply_engine::run::RunArgs;
 use clap::{Parser, Subcommand};
+use plain_provisioner::PlainFormat;
 
 /// Installs plain+v0 bundles (a flat manifests/ directory of Kubernetes objects).
 #[derive(Debug, Parser)]

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use apply_engine::controller::{self, Settings};
 use apply_engine::drift::DriftWatches;
-use apply_engine::plain::PlainFormat;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use plain_provisioner::PlainFormat;
 use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED, reasons};
 use rukpak_api::{BundleDeployment, RevisionOutcome};
 use rukpak_core::{bundle, deployment_bundles, revisions_cli};

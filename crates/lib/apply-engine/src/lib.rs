@@ -4,7 +4,6 @@
 //! - [`apply`]: the engine: ordered server-side apply, collisions and CRD safety checked
 //!   before the first write, inventory, prune, and deletion that keeps user data;
 //! - [`certificates`]: built-in serving certificates and CA injection for webhooks;
-//! - [`plain`]: the plain+v0 bundle format (a `manifests/` directory applied as it is);
 //! - [`identity`]: who a BundleDeployment applies as, published for the admission policy;
 //! - [`kinds`]: discovery, asked once per kind and shared by every reconcile;
 //! - [`run`]: the `run` command and process every provisioner binary shares;
@@ -35,7 +34,6 @@ pub mod kinds;
 pub mod manifest;
 pub mod object;
 pub mod phase;
-pub mod plain;
 pub mod prune;
 pub mod review;
 pub mod revisions;

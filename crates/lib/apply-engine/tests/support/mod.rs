@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use apply_engine::controller::{self, Context, Settings};
 use apply_engine::drift::DriftWatches;
-use apply_engine::plain::PlainFormat;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
+use plain_provisioner::PlainFormat;
 use rukpak_api::{Bundle, BundleDeployment, ServiceAccountRef, bundle_name, template_hash};
 use serde_json::json;
 use testkit::{unique_name, wait_for};

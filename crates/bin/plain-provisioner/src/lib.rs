@@ -1,13 +1,12 @@
-//! The plain+v0 bundle format: a flat `manifests/` directory of YAML or JSON files, each
-//! holding one or more objects, at least one object in all. The engine's own format: the
-//! objects are applied as they are (`plain-provisioner` is this format and the engine's
-//! `run`; other formats, such as registry+v1, convert into such objects).
+//! The plain+v0 bundle format, plain-provisioner's one job: a flat `manifests/` directory of
+//! YAML or JSON files, each holding one or more objects, at least one object in all. The
+//! objects are applied as they are. The binary (`src/main.rs`) runs this format with the
+//! apply engine's `run`; other formats, such as registry+v1, convert into such objects.
 
-use kube::api::DynamicObject;
+use apply_engine::controller::BundleFormat;
+use apply_engine::manifest::{ManifestError, parse_documents};
+use kube::core::DynamicObject;
 use rukpak_api::BundleDeployment;
-
-use crate::controller::BundleFormat;
-use crate::manifest::{ManifestError, parse_documents};
 
 /// The provisioner id of plain+v0 bundles.
 pub const PROVISIONER_ID: &str = rukpak_api::PLAIN_PROVISIONER_CLASS;
