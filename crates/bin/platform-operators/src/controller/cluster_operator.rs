@@ -53,7 +53,8 @@ impl Error {
     /// Whether another writer created the ClusterOperator between our read and our create
     /// (409 AlreadyExists): the next reconcile finds it.
     fn is_conflict(&self) -> bool {
-        matches!(self, Self::Create(kube::Error::Api(s)) if s.is_conflict())
+        // kube's `is_conflict` is false for reason AlreadyExists, the API server's answer.
+        matches!(self, Self::Create(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict())
     }
 }
 
