@@ -813,6 +813,214 @@ async fn write_status(
 mod tests {
     use super::*;
 
+    /// The writes of the steps that change the cluster (`ensure_resolve_set`,
+    /// `apply_wrapper`, `prune_history`), seen through a mocked API server (no cluster).
+    mod writes {
+        use super::*;
+        use crate::classes::PlatformOperatorClass;
+        use serde_json::json;
+        use testkit::mock_api::{self, Exchange};
+
+        const WRAPPER: &str = "/apis/core.rukpak.io/v1alpha1/bundledeployments/memcached?force=true&fieldManager=resolution-activator";
+        const CONFIG_MAPS: &str = "/api/v1/namespaces/rukpak-system/configmaps";
+        const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
+
+        fn context(client: Client) -> Context {
+            let settings = Settings {
+                system_namespace: "rukpak-system".to_owned(),
+                catalog_namespace: "deppy-system".to_owned(),
+                selector: None,
+                history: 2,
+                limits: content::Limits::default(),
+            };
+            let metrics = Metrics::register(&Registry::new()).unwrap();
+            Context::new(client, settings, Classes::builtin(), metrics)
+        }
+
+        fn resolution() -> ActiveResolution {
+            serde_json::from_value(json!({
+                "apiVersion": "deppy.io/v1alpha1",
+                "kind": "ActiveResolution",
+                "metadata": {"name": "memcached", "uid": "r-uid", "generation": 1},
+                "spec": {"constraints": [{"expression": "required(\"memcached-operator\")"}]},
+            }))
+            .unwrap()
+        }
+
+        fn wrapper(resolve_set: &str) -> BundleDeployment {
+            resolve_set::wrapper(&resolution(), resolve_set, BTreeMap::new()).unwrap()
+        }
+
+        fn event(reason: &str, note: &str) -> Exchange {
+            Exchange::post(EVENTS)
+                .body_includes(json!({
+                    "type": "Normal",
+                    "reason": reason,
+                    "note": note,
+                    "regarding": {"kind": "ActiveResolution", "name": "memcached"},
+                }))
+                .reply_echo()
+        }
+
+        #[tokio::test]
+        async fn a_missing_wrapper_is_applied_owned_and_announced() {
+            let (client, server) = mock_api::serve([
+                Exchange::patch(WRAPPER)
+                    .body_includes(json!({
+                        "apiVersion": "core.rukpak.io/v1alpha1",
+                        "kind": "BundleDeployment",
+                        "metadata": {
+                            "name": "memcached",
+                            "ownerReferences": [{"kind": "ActiveResolution", "uid": "r-uid", "controller": true}],
+                        },
+                        "spec": {"template": {"spec": {"source": {
+                            "type": "configMaps",
+                            "configMaps": [{"configMap": {"name": "memcached-1"}}],
+                        }}}},
+                    }))
+                    .reply_echo(),
+                event(
+                    "WrapperUpdated",
+                    "created BundleDeployment memcached for ResolveSet memcached-1",
+                ),
+            ]);
+            let ctx = context(client);
+            server
+                .run(apply_wrapper(
+                    &resolution(),
+                    &PlatformOperatorClass,
+                    "memcached-1",
+                    None,
+                    &ctx,
+                ))
+                .await
+                .unwrap();
+        }
+
+        #[tokio::test]
+        async fn a_wrapper_moves_to_a_new_resolve_set_and_a_current_one_is_left_alone() {
+            let old = wrapper("memcached-1");
+            let (client, server) = mock_api::serve([
+                Exchange::patch(WRAPPER)
+                    .body_includes(json!({"spec": {"template": {"spec": {"source": {
+                        "configMaps": [{"configMap": {"name": "memcached-2"}}],
+                    }}}}}))
+                    .reply_echo(),
+                event(
+                    "WrapperUpdated",
+                    "moved BundleDeployment memcached from ResolveSet memcached-1 to memcached-2",
+                ),
+            ]);
+            let ctx = context(client);
+            server
+                .run(async {
+                    let class = PlatformOperatorClass;
+                    apply_wrapper(&resolution(), &class, "memcached-2", Some(&old), &ctx).await?;
+                    // Already pointing there: no request.
+                    apply_wrapper(&resolution(), &class, "memcached-1", Some(&old), &ctx).await
+                })
+                .await
+                .unwrap();
+        }
+
+        fn files() -> BTreeMap<String, String> {
+            BTreeMap::from([(
+                "memcached-operator-bd.yaml".to_owned(),
+                "kind: x".to_owned(),
+            )])
+        }
+
+        #[tokio::test]
+        async fn a_new_resolve_set_is_created_immutable_and_announced() {
+            let name = resolve_set::config_map_name("memcached", &files());
+            let sequence = resolve_set::SEQUENCE_ANNOTATION;
+            let (client, server) = mock_api::serve([
+                Exchange::post(CONFIG_MAPS)
+                    .body_includes(json!({
+                        "metadata": {
+                            "name": name,
+                            "namespace": "rukpak-system",
+                            "annotations": {sequence: "1"},
+                            "ownerReferences": [{"kind": "ActiveResolution", "uid": "r-uid"}],
+                        },
+                        "immutable": true,
+                        "data": files(),
+                    }))
+                    .reply_echo(),
+                event(
+                    "ResolveSetWritten",
+                    &format!("wrote ResolveSet ConfigMap rukpak-system/{name}"),
+                ),
+            ]);
+            let ctx = context(client);
+            let written = server
+                .run(ensure_resolve_set(&resolution(), files(), &[], &ctx))
+                .await
+                .unwrap();
+            assert!(matches!(written, Ok(n) if n == name));
+        }
+
+        #[tokio::test]
+        async fn a_resolve_set_that_exists_is_ours_only_when_we_own_it() {
+            let name = resolve_set::config_map_name("memcached", &files());
+            let owned_by = |uid: &str| {
+                let mut config_map =
+                    resolve_set::config_map(&resolution(), "rukpak-system", files(), 1).unwrap();
+                config_map.metadata.owner_references.as_mut().unwrap()[0].uid = uid.to_owned();
+                config_map
+            };
+            let (client, server) = mock_api::serve([
+                Exchange::post(CONFIG_MAPS).already_exists(),
+                Exchange::get(&format!("{CONFIG_MAPS}/{name}")).reply(&owned_by("r-uid")),
+                Exchange::post(CONFIG_MAPS).already_exists(),
+                Exchange::get(&format!("{CONFIG_MAPS}/{name}")).reply(&owned_by("another-uid")),
+            ]);
+            let ctx = context(client);
+            let (ours, theirs) = server
+                .run(async {
+                    (
+                        ensure_resolve_set(&resolution(), files(), &[], &ctx).await,
+                        ensure_resolve_set(&resolution(), files(), &[], &ctx).await,
+                    )
+                })
+                .await;
+            assert!(matches!(ours.unwrap(), Ok(n) if n == name));
+            assert!(matches!(
+                theirs.unwrap(),
+                Err(Outcome::Blocked {
+                    reason: reasons::APPLY_FAILED,
+                    ..
+                })
+            ));
+        }
+
+        #[tokio::test]
+        async fn history_beyond_the_limit_is_deleted_oldest_first_and_gone_is_fine() {
+            let entry = |name: &str, sequence| HistoryEntry {
+                name: name.to_owned(),
+                sequence,
+            };
+            let history = [
+                entry("memcached-a", 1),
+                entry("memcached-b", 2),
+                entry("memcached-c", 3),
+                entry("memcached-d", 0),
+            ];
+            // History 2: the current one (c) and the newest other (b) stay.
+            let (client, server) = mock_api::serve([
+                Exchange::delete(&format!("{CONFIG_MAPS}/memcached-a"))
+                    .body_includes(json!({"propagationPolicy": "Background"}))
+                    .reply(&ConfigMap::default()),
+                Exchange::delete(&format!("{CONFIG_MAPS}/memcached-d")).not_found(),
+            ]);
+            let ctx = context(client);
+            server
+                .run(prune_history(&history, "memcached-c", &ctx))
+                .await
+                .unwrap();
+        }
+    }
+
     #[test]
     fn a_resolve_set_maps_to_its_cluster_scoped_owner() {
         let config_map: ConfigMap = serde_json::from_value(serde_json::json!({

@@ -497,4 +497,135 @@ mod tests {
         });
         assert_eq!(next_revision(&deployment, &owned), 8);
     }
+
+    /// Writes of `generate_bundle`, seen through a mocked API server (no cluster).
+    mod writes {
+        use super::*;
+        use kube::runtime::watcher::Event;
+        use serde_json::json;
+        use testkit::mock_api::{self, Exchange};
+
+        const BUNDLES: &str = "/apis/core.rukpak.io/v1alpha1/bundles";
+
+        fn deployment() -> BundleDeployment {
+            serde_json::from_value(json!({
+                "apiVersion": "core.rukpak.io/v1alpha1",
+                "kind": "BundleDeployment",
+                "metadata": {"name": "bd", "uid": "bd-uid"},
+                "spec": {"provisionerClassName": "core-rukpak-io-plain",
+                         "template": {"spec": {"provisionerClassName": "core-rukpak-io-plain",
+                                               "source": {"type": "image", "image": {"ref": "example.com/a:1"}}}}},
+            }))
+            .unwrap()
+        }
+
+        fn desired_name() -> String {
+            desired_bundle(&deployment()).unwrap().name_any()
+        }
+
+        /// A Bundle of `bd` (it carries the owner label the store is filtered on).
+        fn owned(name: &str, revision: i64) -> Bundle {
+            let mut bundle = bundle(name, revision, None);
+            bundle.labels_mut().insert(OWNER_NAME.into(), "bd".into());
+            bundle
+        }
+
+        /// A context over `client` whose Bundle store has listed `bundles`.
+        fn context(client: Client, bundles: Vec<Bundle>) -> Context {
+            let metrics = ReconcileMetrics::register(&prometheus::Registry::new(), "test").unwrap();
+            let ctx = Context::new(client, metrics, None);
+            {
+                let mut writer = ctx.writer.lock().unwrap();
+                let writer = writer.as_mut().unwrap();
+                writer.apply_watcher_event(&Event::Init);
+                for bundle in bundles {
+                    writer.apply_watcher_event(&Event::InitApply(bundle));
+                }
+                writer.apply_watcher_event(&Event::InitDone);
+            }
+            ctx
+        }
+
+        #[tokio::test]
+        async fn the_bundle_of_the_template_is_created_with_the_first_revision() {
+            let (client, server) = mock_api::serve([Exchange::post(BUNDLES)
+                .body_includes(json!({
+                    "metadata": {
+                        "name": desired_name(),
+                        "labels": {REVISION: "1", OWNER_NAME: "bd", OWNER_KIND: "BundleDeployment"},
+                        "ownerReferences": [{"kind": "BundleDeployment", "name": "bd", "uid": "bd-uid", "controller": true}],
+                    },
+                    "spec": {"source": {"image": {"ref": "example.com/a:1"}}},
+                }))
+                .reply_echo()]);
+            let ctx = context(client, Vec::new());
+            let action = server
+                .run(generate_bundle(&deployment(), &ctx))
+                .await
+                .unwrap();
+            assert_eq!(action, Action::await_change());
+            // Until its watch event, the next reconcile does not create it again.
+            assert!(
+                ctx.created
+                    .pending(&desired_name(), std::time::Instant::now())
+            );
+        }
+
+        #[tokio::test]
+        async fn a_bundle_that_already_exists_is_not_an_error() {
+            let (client, server) = mock_api::serve([Exchange::post(BUNDLES).already_exists()]);
+            let ctx = context(client, Vec::new());
+            let action = server
+                .run(generate_bundle(&deployment(), &ctx))
+                .await
+                .unwrap();
+            assert_eq!(action, Action::await_change());
+            assert!(
+                !ctx.created
+                    .pending(&desired_name(), std::time::Instant::now())
+            );
+        }
+
+        #[tokio::test]
+        async fn a_refused_create_fails_the_reconcile() {
+            // 404 on a create: the Bundle API is not served.
+            let (client, server) = mock_api::serve([Exchange::post(BUNDLES).not_found()]);
+            let ctx = context(client, Vec::new());
+            let err = server
+                .run(generate_bundle(&deployment(), &ctx))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "failed to create Bundle for BundleDeployment bd"
+            );
+        }
+
+        #[tokio::test]
+        async fn untried_bundles_are_deleted_in_the_background_and_one_gone_already_is_fine() {
+            let current = owned(&desired_name(), 3);
+            let (client, server) = mock_api::serve([
+                Exchange::delete(&format!("{BUNDLES}/bd-1"))
+                    .body_includes(json!({"propagationPolicy": "Background"}))
+                    .reply(&owned("bd-1", 1)),
+                Exchange::delete(&format!("{BUNDLES}/bd-2")).not_found(),
+            ]);
+            let ctx = context(client, vec![owned("bd-1", 1), owned("bd-2", 2), current]);
+            let action = server
+                .run(generate_bundle(&deployment(), &ctx))
+                .await
+                .unwrap();
+            assert_eq!(action, Action::await_change());
+        }
+
+        #[tokio::test]
+        async fn a_bundle_in_the_store_needs_no_request() {
+            let (client, server) = mock_api::serve([]);
+            let ctx = context(client, vec![owned(&desired_name(), 1)]);
+            server
+                .run(generate_bundle(&deployment(), &ctx))
+                .await
+                .unwrap();
+        }
+    }
 }

@@ -4,12 +4,16 @@
 //! `hack/cluster up` and exports it). A missing or unreachable cluster is a test
 //! failure with a message that says how to start one, never a silent skip.
 //!
+//! [`mock_api`] is the exception: a mocked API server for tests of what a controller
+//! writes, which need no cluster.
+//!
 //! This is test support: failing loudly is its job, so it panics instead of returning
 //! errors.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
 pub mod audit;
 pub mod examples;
+pub mod mock_api;
 pub mod servers;
 pub mod stack;
 pub mod users;

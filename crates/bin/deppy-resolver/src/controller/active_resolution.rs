@@ -319,6 +319,113 @@ fn to_constraint(constraint: &deppy_api::Constraint) -> Result<Constraint, Strin
 mod tests {
     use super::*;
 
+    /// The status write of `reconcile_resolution`, seen through a mocked API server (no
+    /// cluster): an Event for the changed condition, then one forced apply of this
+    /// controller's fields of the status subresource.
+    mod writes {
+        use super::*;
+        use serde_json::json;
+        use testkit::mock_api::{self, Exchange};
+
+        const STATUS: &str = "/apis/deppy.io/v1alpha1/activeresolutions/r/status?force=true&fieldManager=deppy-resolver";
+        const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
+
+        fn resolution() -> ActiveResolution {
+            serde_json::from_value(json!({
+                "apiVersion": "deppy.io/v1alpha1",
+                "kind": "ActiveResolution",
+                "metadata": {"name": "r", "uid": "r-uid", "generation": 2},
+                "spec": {"constraints": [{"required": {"name": "memcached-operator"}}]},
+            }))
+            .unwrap()
+        }
+
+        #[tokio::test]
+        async fn a_new_condition_is_announced_then_applied_without_the_activators_fields() {
+            let mut before = resolution();
+            // The activator's part, which this controller must not write back.
+            before.status = Some(
+                serde_json::from_value(json!({
+                    "entities": [{"package": "memcached-operator", "image": "i"}],
+                }))
+                .unwrap(),
+            );
+            let (client, server) = mock_api::serve([
+                Exchange::post(EVENTS)
+                    .body_includes(json!({
+                        "type": "Warning",
+                        "reason": "SourceUnavailable",
+                        "regarding": {"kind": "ActiveResolution", "name": "r"},
+                        "note": "Resolved: no Catalog is serving yet; resolving once one is",
+                        "reportingController": "deppy-resolver",
+                    }))
+                    .reply_echo(),
+                Exchange::patch(STATUS)
+                    .body_includes(json!({
+                        "apiVersion": "deppy.io/v1alpha1",
+                        "kind": "ActiveResolution",
+                        "status": {
+                            "observedGeneration": 2,
+                            "conditions": [{"type": "Resolved", "status": "False",
+                                            "reason": "SourceUnavailable", "observedGeneration": 2}],
+                        },
+                    }))
+                    .check_body(|body| {
+                        assert_eq!(body["status"].get("entities"), None, "the activator's field");
+                        assert_eq!(body.get("spec"), None, "only the status is applied");
+                    })
+                    .reply(&resolution()),
+            ]);
+            let ctx = Context::for_tests(client);
+            let action = server
+                .run(reconcile_resolution(&before, &ctx))
+                .await
+                .unwrap();
+            assert_eq!(action, Action::await_change());
+        }
+
+        #[tokio::test]
+        async fn an_unchanged_status_is_not_written() {
+            let mut current = resolution();
+            let mut status = ActiveResolutionStatus {
+                observed_generation: Some(2),
+                ..ActiveResolutionStatus::default()
+            };
+            set_condition(
+                &mut status.conditions,
+                ConditionUpdate {
+                    type_: TYPE_RESOLVED,
+                    status: status::FALSE,
+                    reason: reasons::SOURCE_UNAVAILABLE,
+                    message: "no Catalog is serving yet; resolving once one is",
+                },
+                Some(2),
+                &kit::conditions::now(),
+            );
+            current.status = Some(status);
+            let (client, server) = mock_api::serve([]);
+            let ctx = Context::for_tests(client);
+            server
+                .run(reconcile_resolution(&current, &ctx))
+                .await
+                .unwrap();
+        }
+
+        #[tokio::test]
+        async fn a_failed_write_fails_the_reconcile() {
+            let (client, server) = mock_api::serve([
+                Exchange::post(EVENTS).reply_echo(),
+                Exchange::patch(STATUS).conflict(),
+            ]);
+            let ctx = Context::for_tests(client);
+            let err = server
+                .run(reconcile_resolution(&resolution(), &ctx))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, Error::Kube(_)), "{err:?}");
+        }
+    }
+
     #[test]
     fn only_this_controllers_fields_and_condition_are_written() {
         let condition = |type_: &str| {

@@ -268,6 +268,34 @@ impl Context {
     }
 }
 
+#[cfg(test)]
+impl Context {
+    /// A context over `client` (a mocked API server) that serves no catalog yet.
+    fn for_tests(client: Client) -> Self {
+        let settings = Settings {
+            system_namespace: "deppy-system".to_owned(),
+            default_poll_interval: Duration::from_secs(600),
+            unpack: content::UnpackOptions::default(),
+            selector: None,
+            content_sweep_interval: Duration::from_secs(600),
+        };
+        let (changed, _) = mpsc::channel(1);
+        Self {
+            store: content::store::Store::new(client.clone(), &settings.system_namespace),
+            unpacker: content::Unpacker::new(settings.unpack.clone()),
+            recorder: kit::controller::recorder(client.clone(), FIELD_MANAGER),
+            client,
+            settings,
+            catalogs: ServedCatalogs::default(),
+            metrics: Metrics::register(&Registry::new()).unwrap_or_else(|err| panic!("{err}")),
+            backoff: Backoff::default(),
+            reconciled: std::sync::Mutex::default(),
+            changed,
+            kube_version: RwLock::new(None),
+        }
+    }
+}
+
 /// Runs both controllers until `shutdown`; `catalogs` is the map they share (pass a fresh
 /// one; it is exposed so that callers such as tests can look at what is served).
 pub async fn run(

@@ -53,7 +53,8 @@ impl Error {
     /// Whether another writer created the ClusterOperator between our read and our create
     /// (409 AlreadyExists): the next reconcile finds it.
     fn is_conflict(&self) -> bool {
-        matches!(self, Self::Create(kube::Error::Api(s)) if s.is_conflict())
+        // kube's `is_conflict` is false for reason AlreadyExists, the API server's answer.
+        matches!(self, Self::Create(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict())
     }
 }
 
@@ -337,5 +338,121 @@ fn record_metrics(ctx: &Context, summaries: &[Summary]) {
             .operators
             .with_label_values(&[installed, reason])
             .set(count);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use testkit::mock_api::{self, Exchange};
+
+    /// The requests of one reconcile, seen through a mocked API server (no cluster).
+    mod writes {
+        use super::*;
+
+        const OPERATORS: &str = "/apis/config.openshift.io/v1/clusteroperators";
+        const OPERATOR: &str =
+            "/apis/config.openshift.io/v1/clusteroperators/platform-operators-aggregated";
+        const VERSION: &str = "/apis/config.openshift.io/v1/clusterversions/version";
+
+        fn created() -> Exchange {
+            Exchange::post(&format!("{OPERATORS}?fieldManager=platform-operators")).body_includes(
+                json!({
+                    "apiVersion": "config.openshift.io/v1",
+                    "kind": "ClusterOperator",
+                    "metadata": {"name": AGGREGATED_CLUSTER_OPERATOR},
+                }),
+            )
+        }
+
+        #[tokio::test]
+        async fn a_missing_cluster_operator_is_created_then_its_status_applied() {
+            let new = ClusterOperator::new(AGGREGATED_CLUSTER_OPERATOR, ClusterOperatorSpec {});
+            let (client, server) = mock_api::serve([
+                Exchange::get(OPERATOR).not_found(),
+                created().reply_echo(),
+                // Not OpenShift: no ClusterVersion.
+                Exchange::get(VERSION).not_found(),
+                Exchange::patch(&format!(
+                    "{OPERATOR}/status?force=true&fieldManager=platform-operators"
+                ))
+                .body_includes(json!({
+                    "apiVersion": "config.openshift.io/v1",
+                    "kind": "ClusterOperator",
+                    "status": {
+                        "versions": [{"name": "operator", "version": "4.99.0"}],
+                    },
+                }))
+                .check_body(|body| {
+                    let types: Vec<&str> = body["status"]["conditions"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|c| c["type"].as_str())
+                        .collect();
+                    assert!(types.contains(&"Available"), "{types:?}");
+                })
+                .reply(&new),
+            ]);
+            let ctx = Context::for_tests(client);
+            let outcome = server.run(reconcile(&ctx)).await.unwrap();
+            assert_eq!(outcome, Outcome::Written);
+        }
+
+        #[tokio::test]
+        async fn a_status_that_says_it_all_is_not_written_again() {
+            // The status the first reconcile writes, as the API server would store it.
+            let written = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let keep = written.clone();
+            let new = ClusterOperator::new(AGGREGATED_CLUSTER_OPERATOR, ClusterOperatorSpec {});
+            let (client, server) = mock_api::serve([
+                Exchange::get(OPERATOR).reply(&new),
+                Exchange::get(VERSION).not_found(),
+                Exchange::patch(&format!(
+                    "{OPERATOR}/status?force=true&fieldManager=platform-operators"
+                ))
+                .check_body(move |body| *keep.lock().unwrap() = Some(body["status"].clone()))
+                .reply(&new),
+            ]);
+            let ctx = Context::for_tests(client);
+            assert_eq!(server.run(reconcile(&ctx)).await.unwrap(), Outcome::Written);
+            let mut stored = new.clone();
+            stored.status =
+                serde_json::from_value(written.lock().unwrap().take().unwrap()).unwrap();
+            let (client, server) = mock_api::serve([
+                Exchange::get(OPERATOR).reply(&stored),
+                Exchange::get(VERSION).not_found(),
+            ]);
+            let ctx = Context::for_tests(client);
+            assert_eq!(
+                server.run(reconcile(&ctx)).await.unwrap(),
+                Outcome::Unchanged
+            );
+        }
+
+        #[tokio::test]
+        async fn a_create_that_lost_a_race_is_a_conflict_retried_soon() {
+            let (client, server) = mock_api::serve([
+                Exchange::get(OPERATOR).not_found(),
+                created().already_exists(),
+            ]);
+            let ctx = Context::for_tests(client);
+            let err = server.run(reconcile(&ctx)).await.unwrap_err();
+            assert!(err.is_conflict(), "{err:?}");
+            assert_eq!(err.label(), "conflict");
+        }
+
+        #[tokio::test]
+        async fn without_the_cluster_operator_api_nothing_is_written() {
+            // The API server answers 404 for every path of a group it does not serve.
+            let (client, server) =
+                mock_api::serve([Exchange::get(OPERATOR).not_found(), created().not_found()]);
+            let ctx = Context::for_tests(client);
+            assert_eq!(
+                server.run(reconcile(&ctx)).await.unwrap(),
+                Outcome::ApiMissing
+            );
+        }
     }
 }

@@ -157,6 +157,34 @@ impl Context {
     }
 }
 
+#[cfg(test)]
+impl Context {
+    /// A context over `client` (a mocked API server) whose caches hold nothing.
+    fn for_tests(client: Client) -> Self {
+        let settings = Settings {
+            system_namespace: "platform-operators-system".to_owned(),
+            selector: None,
+            release_version: "4.99.0".to_owned(),
+            cluster_operator: true,
+            resync: Duration::from_secs(600),
+            api_recheck: Duration::from_secs(600),
+            install_service_account: None,
+        };
+        Self {
+            recorder: kit::controller::recorder(client.clone(), MANAGER),
+            client,
+            settings,
+            caches: Caches {
+                operators: reflector::store().0,
+                resolutions: reflector::store().0,
+                deployments: reflector::store().0,
+            },
+            metrics: Metrics::register(&Registry::new()).unwrap_or_else(|err| panic!("{err}")),
+            backoff: Backoff::default(),
+        }
+    }
+}
+
 /// Runs both controllers until `shutdown`.
 pub async fn run(
     client: Client,

@@ -561,6 +561,81 @@ mod tests {
         operator
     }
 
+    /// The requests of `reconcile_operator` (caches empty: a new PlatformOperator), seen
+    /// through a mocked API server (no cluster).
+    mod writes {
+        use super::*;
+        use serde_json::json;
+        use testkit::mock_api::{self, Exchange};
+
+        const RESOLUTION: &str = "/apis/deppy.io/v1alpha1/activeresolutions/memcached?force=true&fieldManager=platform-operators";
+        const STATUS: &str = "/apis/platform.openshift.io/v1alpha1/platformoperators/memcached/status?force=true&fieldManager=platform-operators";
+        const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
+
+        fn installed(status: &str, reason: &str) -> serde_json::Value {
+            json!({
+                "apiVersion": "platform.openshift.io/v1alpha1",
+                "kind": "PlatformOperator",
+                "status": {"conditions": [{"type": "Installed", "status": status, "reason": reason}]},
+            })
+        }
+
+        #[tokio::test]
+        async fn a_new_platform_operator_gets_its_resolution_then_a_pending_status() {
+            let class = deppy_api::ACTIVATOR_CLASS_ANNOTATION;
+            let (client, server) = mock_api::serve([
+                Exchange::patch(RESOLUTION)
+                    .body_includes(json!({
+                        "apiVersion": "deppy.io/v1alpha1",
+                        "kind": "ActiveResolution",
+                        "metadata": {
+                            "name": "memcached",
+                            "labels": {"team": "db"},
+                            "annotations": {class: ACTIVATOR_CLASS},
+                            "ownerReferences": [{"kind": "PlatformOperator", "name": "memcached",
+                                                 "uid": "uid-1", "controller": true}],
+                        },
+                    }))
+                    .reply_echo(),
+                Exchange::post(EVENTS)
+                    .body_includes(json!({
+                        "type": "Normal",
+                        "reason": "UnpackPending",
+                        "regarding": {"kind": "PlatformOperator", "name": "memcached"},
+                    }))
+                    .reply_echo(),
+                Exchange::patch(STATUS)
+                    .body_includes(installed("False", "UnpackPending"))
+                    .reply(&operator()),
+            ]);
+            let ctx = Context::for_tests(client);
+            let action = server
+                .run(reconcile_operator(&operator(), &ctx))
+                .await
+                .unwrap();
+            assert_eq!(action, Action::requeue(ctx.settings.resync));
+        }
+
+        #[tokio::test]
+        async fn a_refused_resolution_is_reported_in_the_status_and_retried() {
+            let (client, server) = mock_api::serve([
+                Exchange::patch(RESOLUTION).reply_status(403, "Forbidden"),
+                Exchange::post(EVENTS)
+                    .body_includes(json!({"type": "Warning", "reason": "InstallFailed"}))
+                    .reply_echo(),
+                Exchange::patch(STATUS)
+                    .body_includes(installed("False", "InstallFailed"))
+                    .reply(&operator()),
+            ]);
+            let ctx = Context::for_tests(client);
+            let err = server
+                .run(reconcile_operator(&operator(), &ctx))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, Error::ApplyResolution(..)), "{err:?}");
+        }
+    }
+
     #[test]
     fn the_resolution_requires_the_package_and_is_owned_by_the_platform_operator() {
         let resolution = desired_resolution(&operator(), &[], None).unwrap();
