@@ -166,18 +166,24 @@ fn fail<T>(path: &str, rule: SchemaRule, message: impl Into<String>) -> Result<T
     })
 }
 
-/// The path of `properties[key]` below `path`: `.properties.key`, or `.properties[key]` when
-/// the key is not a plain name.
-fn property_path(path: &str, key: &str) -> String {
+/// The path of the entry `key` of the map at `path` (`properties`, ...): `.key`, or `[key]`
+/// when the key is not a plain name.
+pub(crate) fn entry_path(path: &str, key: &str) -> String {
     let plain = !key.is_empty()
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$' || c == '@');
     if plain {
-        format!("{path}.properties.{key}")
+        format!("{path}.{key}")
     } else {
-        format!("{path}.properties[{key}]")
+        format!("{path}[{key}]")
     }
+}
+
+/// The path of `properties[key]` below `path`: `.properties.key`, or `.properties[key]` when
+/// the key is not a plain name.
+pub(crate) fn property_path(path: &str, key: &str) -> String {
+    entry_path(&format!("{path}.properties"), key)
 }
 
 fn flag(map: &Map<String, Value>, key: &str) -> bool {

@@ -157,23 +157,7 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// The path of the entry `key` of the map at `path` (`properties`, ...): `.key`, or `[key]`
-/// when the key is not a plain name; the same form [`crate::structural`] uses.
-fn entry_path(path: &str, key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$' || c == '@');
-    if plain {
-        format!("{path}.{key}")
-    } else {
-        format!("{path}[{key}]")
-    }
-}
-
-fn property_path(path: &str, key: &str) -> String {
-    entry_path(&format!("{path}.properties"), key)
-}
+pub(super) use crate::structural::{entry_path, property_path};
 
 /// What the tests of every rule share: a small valid CRD to break, and running the check.
 #[cfg(test)]
