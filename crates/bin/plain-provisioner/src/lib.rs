@@ -3,9 +3,9 @@
 //! objects are applied as they are. The binary (`src/main.rs`) runs this format with the
 //! apply engine's `run`; other formats, such as registry+v1, convert into such objects.
 
-use apply_engine::controller::BundleFormat;
 use apply_engine::manifest::{ManifestError, parse_documents};
 use kube::core::DynamicObject;
+use provisioner::BundleFormat;
 use rukpak_api::BundleDeployment;
 
 /// The provisioner id of plain+v0 bundles.

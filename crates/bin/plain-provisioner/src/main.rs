@@ -5,9 +5,9 @@
 
 use std::process::ExitCode;
 
-use apply_engine::run::RunArgs;
 use clap::{Parser, Subcommand};
 use plain_provisioner::PlainFormat;
+use provisioner::run::RunArgs;
 
 /// Installs plain+v0 bundles (a flat manifests/ directory of Kubernetes objects).
 #[derive(Debug, Parser)]

@@ -19,8 +19,8 @@ pub mod structural;
 pub mod undeclared;
 pub mod webhooks;
 
-use apply_engine::controller::{BundleFormat, Plan};
 use kube::api::DynamicObject;
+use provisioner::{BundleFormat, Plan};
 use rukpak_api::BundleDeployment;
 
 pub use deployment_config::DeploymentConfig;

@@ -9,8 +9,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use apply_engine::run::RunArgs;
 use clap::{Args, Parser, Subcommand};
+use provisioner::run::RunArgs;
 use registry_provisioner::{
     CertProvider, DeploymentConfig, Options, RegistryFormat, SelectorPolicy, render,
 };

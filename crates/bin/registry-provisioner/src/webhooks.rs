@@ -20,7 +20,7 @@
 //!   2000, version priority 15, as OLM v0).
 //!
 //! The certificate itself comes from a [`CertProvider`]: built in (the apply engine's CA per
-//! BundleDeployment, see `apply_engine::certificates`), cert-manager (a self-signed Issuer
+//! BundleDeployment, see `provisioner::certificates`), cert-manager (a self-signed Issuer
 //! and a Certificate, `cert-manager.io/inject-ca-from`) or OpenShift's service-ca (the
 //! serving-cert annotation on the Service, `inject-cabundle` on the consumers).
 //!
@@ -596,7 +596,7 @@ fn inject_annotations(
 ) -> BTreeMap<String, String> {
     let (key, value) = match provider {
         CertProvider::BuiltIn => (
-            apply_engine::certificates::INJECT_CA_ANNOTATION,
+            provisioner::certificates::INJECT_CA_ANNOTATION,
             "true".to_owned(),
         ),
         CertProvider::CertManager => (
@@ -627,7 +627,7 @@ fn certificate_objects(
                 "name": secret,
                 "namespace": namespace,
                 "annotations": {
-                    apply_engine::certificates::SERVING_CERT_ANNOTATION: dns_names.join(","),
+                    provisioner::certificates::SERVING_CERT_ANNOTATION: dns_names.join(","),
                 },
             },
             "data": {"tls.crt": "", "tls.key": ""},

@@ -222,7 +222,7 @@ async fn webhooks_install_with_certificates_that_verify_rotate_without_a_gap_and
     // Rotation: the CA is renewed when a third of its 90 s is left; watch until the served
     // certificate comes from another CA, checking the trust at every look.
     let ca_secrets = Api::<Secret>::namespaced(client.clone(), &bundle.namespace);
-    let ca_secret = apply_engine::certificates::ca_secret_name(&name);
+    let ca_secret = provisioner::certificates::ca_secret_name(&name);
     let signing_ca = || async {
         let data = ca_secrets.get(&ca_secret).await.unwrap().data.unwrap();
         data["ca.crt"].0.clone()

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use kit::admin::Readiness;
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::controller::News;
 use kit::kube_error::KubeCallError;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
@@ -803,7 +804,10 @@ async fn write_status(
         &resolution.object_ref(&()),
         &current.conditions,
         &next.conditions,
-        &[TYPE_RESOLVED],
+        |condition| match condition.type_.as_str() {
+            TYPE_RESOLVED => News::Quiet,
+            _ => News::warning_when_false(condition),
+        },
     )
     .await;
     Ok(())

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kit::events::Recorder;
 use kube::api::PartialObjectMeta;
 use kube::runtime::controller::Action;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use content::store::Store as ContentStore;
 use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::controller::News;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
 
@@ -81,6 +83,26 @@ impl UnpackMetrics {
             bytes,
             failures,
         })
+    }
+
+    /// Counts one attempt: the time and bytes of a successful unpack, or its failure.
+    fn record(&self, attempted: &Attempted) {
+        match &attempted.attempt {
+            Attempt::Unpacked {
+                content, source, ..
+            } => {
+                self.duration
+                    .with_label_values(&[*source])
+                    .observe(attempted.started.elapsed().as_secs_f64());
+                self.bytes
+                    .with_label_values(&[*source])
+                    .inc_by(u64::try_from(content.size).unwrap_or(0));
+            }
+            Attempt::Failed { source, reason, .. } => {
+                self.failures.with_label_values(&[*source, *reason]).inc();
+            }
+            Attempt::WaitingForUpload => {}
+        }
     }
 }
 
@@ -379,7 +401,6 @@ async fn unpack(bundle: &Bundle, ctx: &Context) -> Result<(&'static str, Action)
     // sources unpack in milliseconds, and each status write is a request and a watch event
     // for every reader): a retry after a failure keeps showing that failure until the
     // outcome differs, so identical failures never rewrite status.
-    let mut live = current.clone();
     let announce_unpacking = !matches!(
         current.phase,
         Some(BundlePhase::Unpacking | BundlePhase::Failing)
@@ -387,138 +408,140 @@ async fn unpack(bundle: &Bundle, ctx: &Context) -> Result<(&'static str, Action)
     // The whole attempt runs in an unpack slot (see crate::slots): a Bundle waiting for
     // one holds nothing yet, not even its source, and its wait is neither timed as
     // unpacking nor announced as such.
-    let (attempt, started) = ctx
+    let attempted = ctx
         .slots
-        .run(attempt_announced(
-            bundle,
-            ctx,
-            announce_unpacking,
-            &mut live,
-        ))
+        .run(attempt_announced(bundle, ctx, announce_unpacking, current))
         .await?;
+    ctx.unpacks.record(&attempted);
+    let Attempted { attempt, live, .. } = attempted;
+    let next = status_after(&live, &attempt, generation, &kit::conditions::now());
+    if next != live {
+        announce(ctx, bundle, &live, &next).await;
+        write_status(ctx, &name, &next).await?;
+    }
+    Ok(match attempt {
+        Attempt::Unpacked { .. } => {
+            ctx.backoff.reset(&name);
+            (kit::controller::SUCCESS, Action::requeue(VERIFY_INTERVAL))
+        }
+        Attempt::WaitingForUpload => (kit::controller::SUCCESS, Action::await_change()),
+        Attempt::Failed {
+            terminal: true,
+            reason,
+            ..
+        } => (reason, Action::await_change()),
+        Attempt::Failed { reason, .. } => (reason, Action::requeue(ctx.backoff.next_delay(&name))),
+    })
+}
+
+/// An attempt, with when it started and the status the server holds after it (the
+/// `Unpacking` status when it was written meanwhile).
+struct Attempted {
+    attempt: Attempt,
+    started: Instant,
+    live: BundleStatus,
+}
+
+/// The status after `attempt`, from `live` (what the server holds). Pure.
+fn status_after(
+    live: &BundleStatus,
+    attempt: &Attempt,
+    generation: Option<i64>,
+    now: &Time,
+) -> BundleStatus {
     let mut next = live.clone();
     next.observed_generation = generation;
-    let now = kit::conditions::now();
-    let (label, action) = match attempt {
+    let (phase, status_, reason, message) = match attempt {
         Attempt::Unpacked {
             content,
             resolved,
             source,
         } => {
-            ctx.unpacks
-                .duration
-                .with_label_values(&[source])
-                .observe(started.elapsed().as_secs_f64());
-            ctx.unpacks
-                .bytes
-                .with_label_values(&[source])
-                .inc_by(u64::try_from(content.size).unwrap_or(0));
-            let message = format!("Successfully unpacked the {source} Bundle");
-            set_condition(
-                &mut next.conditions,
-                ConditionUpdate {
-                    type_: TYPE_UNPACKED,
-                    status: status::TRUE,
-                    reason: reasons::UNPACK_SUCCESSFUL,
-                    message: &message,
-                },
-                generation,
-                &now,
-            );
-            next.phase = Some(BundlePhase::Unpacked);
-            next.resolved_source = Some(*resolved);
-            next.content = Some(content);
-            ctx.backoff.reset(&name);
-            (kit::controller::SUCCESS, Action::requeue(VERIFY_INTERVAL))
+            next.resolved_source = Some(resolved.as_ref().clone());
+            next.content = Some(content.clone());
+            (
+                BundlePhase::Unpacked,
+                status::TRUE,
+                reasons::UNPACK_SUCCESSFUL,
+                format!("Successfully unpacked the {source} Bundle"),
+            )
         }
-        Attempt::WaitingForUpload => {
-            set_condition(
-                &mut next.conditions,
-                ConditionUpdate {
-                    type_: TYPE_UNPACKED,
-                    status: status::FALSE,
-                    reason: reasons::UNPACK_PENDING,
-                    message: "Waiting for the bundle content to be uploaded (rukpak-core upload)",
-                },
-                generation,
-                &now,
-            );
-            next.phase = Some(BundlePhase::Pending);
-            (kit::controller::SUCCESS, Action::await_change())
-        }
-        Attempt::Failed {
-            message,
-            terminal,
-            source,
-            reason,
-        } => {
-            ctx.unpacks
-                .failures
-                .with_label_values(&[source, reason])
-                .inc();
-            set_condition(
-                &mut next.conditions,
-                ConditionUpdate {
-                    type_: TYPE_UNPACKED,
-                    status: status::FALSE,
-                    reason: reasons::UNPACK_FAILED,
-                    message: &message,
-                },
-                generation,
-                &now,
-            );
-            next.phase = Some(BundlePhase::Failing);
-            let action = if terminal {
-                Action::await_change()
-            } else {
-                Action::requeue(ctx.backoff.next_delay(&name))
-            };
-            (reason, action)
-        }
+        Attempt::WaitingForUpload => (
+            BundlePhase::Pending,
+            status::FALSE,
+            reasons::UNPACK_PENDING,
+            "Waiting for the bundle content to be uploaded (rukpak-core upload)".to_owned(),
+        ),
+        Attempt::Failed { message, .. } => (
+            BundlePhase::Failing,
+            status::FALSE,
+            reasons::UNPACK_FAILED,
+            message.clone(),
+        ),
     };
-    if next != live {
-        announce(ctx, bundle, &live, &next).await;
-        write_status(ctx, &name, &next).await?;
-    }
-    Ok((label, action))
+    with_unpacked(&mut next, phase, status_, reason, &message, now);
+    next
 }
 
-/// [`attempt`], writing the `Unpacking` status (into `live` too) when `announce` and it
-/// takes longer than [`SHOW_UNPACKING_AFTER`]; returns when it started.
+/// Sets the phase and the `Unpacked` condition of `status` (for its `observedGeneration`).
+fn with_unpacked(
+    status: &mut BundleStatus,
+    phase: BundlePhase,
+    status_: &str,
+    reason: &str,
+    message: &str,
+    now: &Time,
+) {
+    status.phase = Some(phase);
+    set_condition(
+        &mut status.conditions,
+        ConditionUpdate {
+            type_: TYPE_UNPACKED,
+            status: status_,
+            reason,
+            message,
+        },
+        status.observed_generation,
+        now,
+    );
+}
+
+/// [`attempt`], writing the `Unpacking` status when `announce` and it takes longer than
+/// [`SHOW_UNPACKING_AFTER`].
 async fn attempt_announced(
     bundle: &Bundle,
     ctx: &Context,
     announce: bool,
-    live: &mut BundleStatus,
-) -> Result<(Attempt, Instant), Error> {
+    current: BundleStatus,
+) -> Result<Attempted, Error> {
     let started = Instant::now();
     let running = attempt(bundle, ctx);
     tokio::pin!(running);
+    let mut live = current;
     let attempt = tokio::select! {
         biased;
         done = &mut running => done,
         () = tokio::time::sleep(SHOW_UNPACKING_AFTER), if announce => {
-            let generation = bundle.meta().generation;
             let mut unpacking = live.clone();
-            unpacking.phase = Some(BundlePhase::Unpacking);
-            unpacking.observed_generation = generation;
-            set_condition(
-                &mut unpacking.conditions,
-                ConditionUpdate {
-                    type_: TYPE_UNPACKED,
-                    status: status::FALSE,
-                    reason: reasons::UNPACKING,
-                    message: "Unpacking the bundle content",
-                },
-                generation,
+            unpacking.observed_generation = bundle.meta().generation;
+            with_unpacked(
+                &mut unpacking,
+                BundlePhase::Unpacking,
+                status::FALSE,
+                reasons::UNPACKING,
+                "Unpacking the bundle content",
                 &kit::conditions::now(),
             );
             write_status(ctx, &bundle.name_any(), &unpacking).await?;
-            *live = unpacking;
+            live = unpacking;
             running.await
         }
     };
-    Ok((attempt, started))
+    Ok(Attempted {
+        attempt,
+        started,
+        live,
+    })
 }
 
 async fn attempt(bundle: &Bundle, ctx: &Context) -> Attempt {
@@ -608,23 +631,26 @@ async fn write_status(ctx: &Context, name: &str, next: &BundleStatus) -> Result<
     })
 }
 
+/// An Event when the `Unpacked` condition changes status or reason: a Warning when
+/// unpacking failed.
 async fn announce(ctx: &Context, bundle: &Bundle, before: &BundleStatus, after: &BundleStatus) {
-    let (Some(new), old) = (
-        kit::conditions::find(&after.conditions, TYPE_UNPACKED),
-        kit::conditions::find(&before.conditions, TYPE_UNPACKED),
-    ) else {
-        return;
-    };
-    if old.is_some_and(|o| o.reason == new.reason && o.message == new.message) {
-        return;
-    }
-    ctx.event(
-        bundle,
-        new.reason == reasons::UNPACK_FAILED,
-        &new.reason.clone(),
-        new.message.clone(),
+    kit::controller::announce(
+        &ctx.recorder,
+        &bundle.object_ref(&()),
+        &before.conditions,
+        &after.conditions,
+        news,
     )
     .await;
+}
+
+/// What a changed Bundle condition means to the people reading its Events. Pure.
+fn news(condition: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition) -> News {
+    match condition.type_.as_str() {
+        TYPE_UNPACKED if condition.reason == reasons::UNPACK_FAILED => News::Warning,
+        TYPE_UNPACKED => News::Normal,
+        _ => News::Quiet,
+    }
 }
 
 impl Context {
@@ -644,6 +670,53 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(second: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(second).unwrap())
+    }
+
+    #[test]
+    fn status_follows_the_attempt_and_an_identical_failure_rewrites_nothing() {
+        let failed = || Attempt::Failed {
+            message: "failed to pull: 404".into(),
+            terminal: false,
+            source: "image",
+            reason: "not_found",
+        };
+        let first = status_after(&BundleStatus::default(), &failed(), Some(3), &at(10));
+        assert_eq!(first.phase, Some(BundlePhase::Failing));
+        assert_eq!(first.observed_generation, Some(3));
+        let unpacked = kit::conditions::find(&first.conditions, TYPE_UNPACKED).unwrap();
+        assert_eq!(
+            (unpacked.status.as_str(), unpacked.reason.as_str()),
+            ("False", reasons::UNPACK_FAILED)
+        );
+        // The retry fails the same way later: the same status, nothing to write.
+        assert_eq!(status_after(&first, &failed(), Some(3), &at(70)), first);
+
+        let content = ContentRef {
+            digest: format!("sha256:{}", "0".repeat(64)),
+            size: 10,
+            chunks: 1,
+        };
+        let done = status_after(
+            &first,
+            &Attempt::Unpacked {
+                content: content.clone(),
+                resolved: Box::new(
+                    serde_json::from_value(serde_json::json!({"type": "upload", "upload": {}}))
+                        .unwrap(),
+                ),
+                source: "image",
+            },
+            Some(3),
+            &at(80),
+        );
+        assert_eq!(done.phase, Some(BundlePhase::Unpacked));
+        assert_eq!(done.content, Some(content));
+        let unpacked = kit::conditions::find(&done.conditions, TYPE_UNPACKED).unwrap();
+        assert_eq!(unpacked.message, "Successfully unpacked the image Bundle");
+    }
 
     #[test]
     fn unpacked_and_uploaded_content_is_referenced() {

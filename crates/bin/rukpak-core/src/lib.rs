@@ -9,7 +9,7 @@
 //!   new one;
 //! - [`upload`]: content for Bundles whose source is `upload`;
 //! - [`revisions_cli`]: the `plan` and `rollback` commands (a BundleDeployment's
-//!   revisions are chosen by `apply_engine::revisions`).
+//!   revisions are chosen by `provisioner::revisions`).
 
 pub mod bundle;
 pub mod deployment_bundles;

@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use apply_engine::controller::{self, Settings};
 use apply_engine::drift::DriftWatches;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use plain_provisioner::PlainFormat;
+use provisioner::controller::{self, Settings};
 use rukpak_api::conditions::{TYPE_HEALTHY, TYPE_INSTALLED, reasons};
 use rukpak_api::{BundleDeployment, RevisionOutcome};
 use rukpak_core::{bundle, deployment_bundles, revisions_cli};
@@ -79,7 +79,7 @@ async fn setup() -> Client {
                         default_service_account: None,
                         identity_namespace: testkit::ADMISSION_NAMESPACE.to_owned(),
                         concurrency: 4,
-                        certificates: apply_engine::certificates::Policy::default(),
+                        certificates: provisioner::certificates::Policy::default(),
                         debounce: Duration::from_millis(100),
                         content_cache_bytes: 8 * 1024 * 1024,
                     },

@@ -1590,7 +1590,7 @@ fn preflight(
 
 /// The live object as `observer` sees it: as a write of this reconcile returned it, else as
 /// the drift watch of its kind holds it, else read from the API server.
-pub(crate) async fn observe(
+pub async fn observe(
     observer: &Client,
     watches: Option<&DriftWatches>,
     key: &ObjectKey,

@@ -16,7 +16,8 @@
 //! - [`retry_after`] is the `error_policy`: it logs the error with its cause chain and
 //!   returns per-object backoff, or waits for a change when retrying cannot help;
 //! - [`announce`] publishes an Event for each condition whose status or reason changed, so
-//!   identical failures do not repeat Events;
+//!   identical failures do not repeat Events; a controller's [`News`] rule says only which
+//!   conditions stay quiet and which changes are warnings;
 //! - [`recorder`] builds the Event recorder reporting as the controller.
 
 use std::future::Future;
@@ -112,23 +113,46 @@ where
     backoff.action_for(name, error.retry())
 }
 
+/// What a changed condition means to the people reading the object's Events: the one
+/// rule every controller's [`announce`] follows is that a condition is news when its
+/// status or reason changed (a message-only change is not); each controller says only
+/// which of its conditions stay quiet and which changes are warnings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum News {
+    /// No Event (a running commentary such as `Progressing`, or another controller's).
+    Quiet,
+    /// A Normal Event.
+    Normal,
+    /// A Warning Event.
+    Warning,
+}
+
+impl News {
+    /// The default: a condition that is `False` is a warning, any other is normal.
+    pub fn warning_when_false(condition: &Condition) -> Self {
+        if condition.status == crate::conditions::status::FALSE {
+            Self::Warning
+        } else {
+            Self::Normal
+        }
+    }
+}
+
 /// Publishes an Event about `regarding` for each condition of `after` whose status or
-/// reason differs from `before` (a message-only change is not news). A condition that is
-/// `False` makes a Warning. Conditions whose type is in `quiet` never make Events (e.g. a
-/// running commentary such as `Progressing`).
+/// reason differs from `before` and that `news` does not call [`News::Quiet`]; its reason
+/// is the condition's, its note `<type>: <message>`.
 pub async fn announce(
     recorder: &Recorder,
     regarding: &ObjectReference,
     before: &[Condition],
     after: &[Condition],
-    quiet: &[&str],
+    news: impl Fn(&Condition) -> News,
 ) {
-    for condition in changed_conditions(before, after, quiet) {
-        let warning = condition.status == crate::conditions::status::FALSE;
+    for (condition, news) in changed_conditions(before, after, news) {
         crate::events::publish(
             recorder,
             regarding,
-            warning,
+            news == News::Warning,
             &condition.reason,
             "Reconcile",
             format!("{}: {}", condition.type_, condition.message),
@@ -137,19 +161,20 @@ pub async fn announce(
     }
 }
 
-/// The conditions of `after` that [`announce`] reports (pure).
+/// The conditions of `after` that [`announce`] reports, with what they are (pure).
 pub fn changed_conditions<'a>(
     before: &[Condition],
     after: &'a [Condition],
-    quiet: &[&str],
-) -> Vec<&'a Condition> {
+    news: impl Fn(&Condition) -> News,
+) -> Vec<(&'a Condition, News)> {
     after
         .iter()
-        .filter(|condition| !quiet.contains(&condition.type_.as_str()))
         .filter(|condition| {
             crate::conditions::find(before, &condition.type_)
                 .is_none_or(|p| p.status != condition.status || p.reason != condition.reason)
         })
+        .map(|condition| (condition, news(condition)))
+        .filter(|(_, news)| *news != News::Quiet)
         .collect()
 }
 
@@ -286,11 +311,19 @@ mod tests {
             // New and quiet: none.
             condition("Progressing", "True", "Applying", "phase 2"),
         ];
-        let changed: Vec<&str> = changed_conditions(&before, &after, &["Progressing"])
+        let quiet_progress = |c: &Condition| match c.type_.as_str() {
+            "Progressing" => News::Quiet,
+            _ => News::warning_when_false(c),
+        };
+        let changed: Vec<(&str, News)> = changed_conditions(&before, &after, quiet_progress)
             .iter()
-            .map(|c| c.type_.as_str())
+            .map(|(c, news)| (c.type_.as_str(), *news))
             .collect();
-        assert_eq!(changed, ["Healthy"]);
-        assert_eq!(changed_conditions(&[], &before, &[]).len(), 2);
+        assert_eq!(changed, [("Healthy", News::Warning)]);
+        let first: Vec<News> = changed_conditions(&[], &before, News::warning_when_false)
+            .into_iter()
+            .map(|(_, news)| news)
+            .collect();
+        assert_eq!(first, [News::Warning, News::Normal]);
     }
 }

@@ -264,7 +264,14 @@ impl Context {
         before: &[deppy_api::Condition],
         after: &[deppy_api::Condition],
     ) {
-        kit::controller::announce(&self.recorder, reference, before, after, &[]).await;
+        kit::controller::announce(
+            &self.recorder,
+            reference,
+            before,
+            after,
+            kit::controller::News::warning_when_false,
+        )
+        .await;
     }
 }
 

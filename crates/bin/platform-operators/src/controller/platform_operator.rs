@@ -22,7 +22,9 @@ use kube::{Api, Resource, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kit::conditions::{ConditionUpdate, set_condition};
+use kit::controller::News;
 use kit::retry::{Classify, Retry};
 use platform_api::conditions::{TYPE_DEPRECATED, TYPE_INSTALLED, TYPE_PROGRESSING, reasons};
 use platform_api::{
@@ -502,38 +504,38 @@ fn active_bundle_deployment(
     has_installed.then_some(ActiveBundleDeployment { name })
 }
 
-/// An Event when the `Installed` condition changes status or reason.
+/// An Event for each condition that is news (see [`news`]).
 async fn announce(
     operator: &PlatformOperator,
     before: &PlatformOperatorStatus,
     after: &PlatformOperatorStatus,
     ctx: &Context,
 ) {
-    for condition in kit::controller::changed_conditions(&before.conditions, &after.conditions, &[])
-    {
-        // Installed changes, and a blocked upgrade (Progressing's other changes follow
-        // Installed's and would only repeat them).
-        let warning = match condition.type_.as_str() {
-            // Waiting for a resolution or an install is not a warning.
-            TYPE_INSTALLED => {
-                condition.status == kit::conditions::status::FALSE
-                    && !status::is_pending_reason(&condition.reason)
-            }
-            TYPE_PROGRESSING if status::is_blocked_reason(&condition.reason) => true,
-            // A catalog's deprecation notice is news an administrator should see once.
-            TYPE_DEPRECATED if condition.status == kit::conditions::status::TRUE => true,
-            _ => continue,
-        };
-        kit::events::publish(
-            &ctx.recorder,
-            &operator.object_ref(&()),
-            warning,
-            &condition.reason,
-            "Reconcile",
-            format!("{}: {}", condition.type_, condition.message),
-        )
-        .await;
-    }
+    kit::controller::announce(
+        &ctx.recorder,
+        &operator.object_ref(&()),
+        &before.conditions,
+        &after.conditions,
+        news,
+    )
+    .await;
+}
+
+/// What a changed PlatformOperator condition means to the people reading its Events:
+/// `Installed` changes, a blocked upgrade (Progressing's other changes follow Installed's
+/// and would only repeat them), and a catalog's deprecation notice, once. Pure.
+fn news(condition: &Condition) -> News {
+    let warning = match condition.type_.as_str() {
+        // Waiting for a resolution or an install is not a warning.
+        TYPE_INSTALLED => {
+            condition.status == kit::conditions::status::FALSE
+                && !status::is_pending_reason(&condition.reason)
+        }
+        TYPE_PROGRESSING if status::is_blocked_reason(&condition.reason) => true,
+        TYPE_DEPRECATED if condition.status == kit::conditions::status::TRUE => true,
+        _ => return News::Quiet,
+    };
+    if warning { News::Warning } else { News::Normal }
 }
 
 #[cfg(test)]

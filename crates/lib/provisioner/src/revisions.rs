@@ -150,6 +150,37 @@ pub fn find<'a>(records: &'a [RevisionRecord], bundle: &str) -> Option<&'a Revis
     records.iter().find(|r| r.bundle == bundle)
 }
 
+/// The revision a reconcile applied: its Bundle, revision number and content digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedRevision {
+    /// The Bundle's name.
+    pub bundle: String,
+    /// Its revision number (see [`revision_of`]).
+    pub revision: i64,
+    /// Its content digest (see [`digest_of`]).
+    pub digest: String,
+}
+
+impl AppliedRevision {
+    /// The revision `revision` of `bundle`, with content `digest`.
+    pub fn new(bundle: &str, revision: i64, digest: &str) -> Self {
+        Self {
+            bundle: bundle.to_owned(),
+            revision,
+            digest: digest.to_owned(),
+        }
+    }
+
+    /// The revision the unpacked Bundle `bundle` is.
+    pub fn of(bundle: &Bundle) -> Self {
+        Self::new(
+            &bundle.name_any(),
+            revision_of(bundle),
+            digest_of(bundle).unwrap_or_default(),
+        )
+    }
+}
+
 /// What one reconcile learned about the revision it applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
@@ -170,29 +201,49 @@ pub enum Progress {
     Retrying,
 }
 
-/// The records after a reconcile applied `bundle` (revision `revision`, content `digest`)
-/// and saw `progress`; `previous_active` is the Bundle that ran before. Returns the failure
-/// message when the revision failed in this step (refused, probe failed, deadline passed).
-/// Identical input gives identical records: nothing is rewritten on an unchanged resync.
-#[allow(clippy::too_many_arguments)]
+impl Progress {
+    /// What a health verdict on every applied object means for the revision.
+    pub fn of_health(health: &health::Health) -> Self {
+        match health {
+            health::Health::Healthy => Self::Healthy,
+            health::Health::Progressing(message) => Self::NotHealthy {
+                failing: false,
+                message: message.clone(),
+            },
+            health::Health::Unhealthy(message) => Self::NotHealthy {
+                failing: true,
+                message: message.clone(),
+            },
+        }
+    }
+}
+
+/// The records after a reconcile applied `applied` and saw `progress`; `previous_active`
+/// is the Bundle that ran before. Returns the failure message when the revision failed in
+/// this step (refused, probe failed, deadline passed). Identical input gives identical
+/// records: nothing is rewritten on an unchanged resync.
 pub fn record(
     records: &mut Vec<RevisionRecord>,
-    bundle: &str,
-    revision: i64,
-    digest: &str,
+    applied: &AppliedRevision,
     progress: &Progress,
     becomes_active: bool,
     previous_active: Option<&str>,
     deadline_seconds: Option<i32>,
     now: &Time,
 ) -> Option<String> {
+    let AppliedRevision {
+        bundle,
+        revision,
+        digest,
+    } = applied;
+    let bundle = bundle.as_str();
     let position = match records.iter().position(|r| r.bundle == bundle) {
         Some(position) => position,
         None => {
             records.push(RevisionRecord {
-                revision,
+                revision: *revision,
                 bundle: bundle.to_owned(),
-                digest: digest.to_owned(),
+                digest: digest.clone(),
                 outcome: RevisionOutcome::Progressing,
                 started: Some(now.clone()),
                 last_healthy: None,
@@ -465,9 +516,7 @@ mod tests {
         let mut records = Vec::new();
         let progressing = record(
             &mut records,
-            "bd-1",
-            1,
-            "sha256:a",
+            &AppliedRevision::new("bd-1", 1, "sha256:a"),
             &Progress::Progressing,
             false,
             None,
@@ -479,9 +528,7 @@ mod tests {
         assert_eq!(records[0].started, Some(at(100)));
         record(
             &mut records,
-            "bd-1",
-            1,
-            "sha256:a",
+            &AppliedRevision::new("bd-1", 1, "sha256:a"),
             &Progress::Healthy,
             true,
             None,
@@ -493,9 +540,7 @@ mod tests {
         // A resync later: nothing changes.
         record(
             &mut records,
-            "bd-1",
-            1,
-            "sha256:a",
+            &AppliedRevision::new("bd-1", 1, "sha256:a"),
             &Progress::Healthy,
             true,
             None,
@@ -506,9 +551,7 @@ mod tests {
         // Degrading after rollout is Unhealthy, never Failed (no rollback for that).
         let degraded = record(
             &mut records,
-            "bd-1",
-            1,
-            "sha256:a",
+            &AppliedRevision::new("bd-1", 1, "sha256:a"),
             &Progress::NotHealthy {
                 failing: true,
                 message: "x".into(),
@@ -523,9 +566,7 @@ mod tests {
         // The next revision supersedes it once it becomes active.
         record(
             &mut records,
-            "bd-2",
-            2,
-            "sha256:b",
+            &AppliedRevision::new("bd-2", 2, "sha256:b"),
             &Progress::Healthy,
             true,
             Some("bd-1"),
@@ -547,9 +588,7 @@ mod tests {
             assert_eq!(
                 record(
                     &mut records,
-                    "bd-1",
-                    1,
-                    "sha256:a",
+                    &AppliedRevision::new("bd-1", 1, "sha256:a"),
                     &not_ready,
                     true,
                     None,
@@ -565,9 +604,7 @@ mod tests {
         );
         let failure = record(
             &mut records,
-            "bd-1",
-            1,
-            "sha256:a",
+            &AppliedRevision::new("bd-1", 1, "sha256:a"),
             &not_ready,
             true,
             None,
@@ -582,9 +619,7 @@ mod tests {
         let mut patient = Vec::new();
         record(
             &mut patient,
-            "bd-1",
-            1,
-            "sha256:a",
+            &AppliedRevision::new("bd-1", 1, "sha256:a"),
             &not_ready,
             true,
             None,
@@ -600,9 +635,7 @@ mod tests {
         records[1].outcome = RevisionOutcome::Failed;
         record(
             &mut records,
-            "bd-1",
-            1,
-            "sha256:1",
+            &AppliedRevision::new("bd-1", 1, "sha256:1"),
             &Progress::Progressing,
             false,
             None,

@@ -7,12 +7,12 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use apply_engine::controller::{self, Context, Settings};
 use apply_engine::drift::DriftWatches;
 use kit::metrics::ReconcileMetrics;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use plain_provisioner::PlainFormat;
+use provisioner::controller::{self, Context, Settings};
 use rukpak_api::{Bundle, BundleDeployment, ServiceAccountRef, bundle_name, template_hash};
 use serde_json::json;
 use testkit::{unique_name, wait_for};
@@ -38,7 +38,7 @@ pub fn start_provisioner(
             default_service_account,
             identity_namespace: testkit::ADMISSION_NAMESPACE.to_owned(),
             concurrency: 4,
-            certificates: apply_engine::certificates::Policy::default(),
+            certificates: provisioner::certificates::Policy::default(),
             debounce: Duration::from_millis(100),
             content_cache_bytes: 8 * 1024 * 1024,
         };

@@ -282,7 +282,7 @@ pub fn next_status(
                     if skipped.len() == 1 { "its kind" } else { "their kinds" },
                     skipped
                         .iter()
-                        .map(|e| crate::object::ObjectKey::from(e).to_string())
+                        .map(|e| apply_engine::object::ObjectKey::from(e).to_string())
                         .collect::<Vec<_>>()
                         .join(", "),
                     if skipped.len() == 1 { "its group" } else { "their groups" },
@@ -449,8 +449,8 @@ pub fn next_status(
 pub struct RevisionStep {
     /// Which Bundle was meant to be applied, and why.
     pub target: Target,
-    /// The Bundle applied: its name, revision number and content digest.
-    pub applied: Option<(String, i64, String)>,
+    /// The revision applied.
+    pub applied: Option<revisions::AppliedRevision>,
     /// What the apply saw.
     pub progress: Progress,
     /// With manual approval: the revision waiting and what it would change.
@@ -470,13 +470,11 @@ pub fn with_revisions(
     now: &Time,
 ) -> Option<String> {
     let mut failure = None;
-    if let Some((bundle, revision, digest)) = &step.applied {
-        let becomes_active = next.active_bundle.as_deref() == Some(bundle.as_str());
+    if let Some(applied) = &step.applied {
+        let becomes_active = next.active_bundle.as_deref() == Some(applied.bundle.as_str());
         failure = revisions::record(
             &mut next.revisions,
-            bundle,
-            *revision,
-            digest,
+            applied,
             &step.progress,
             becomes_active,
             current.active_bundle.as_deref(),
@@ -504,7 +502,9 @@ pub fn with_revisions(
     if let Some(message) = failure
         .as_deref()
         .filter(|m| revisions::is_deadline_failure(m))
-        && let Some((bundle, revision, _)) = &step.applied
+        && let Some(revisions::AppliedRevision {
+            bundle, revision, ..
+        }) = &step.applied
     {
         let rolling_back = spec.rollback_on_failure == Some(true);
         set(

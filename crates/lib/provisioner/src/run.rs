@@ -9,8 +9,9 @@ use kit::admin::Admin;
 use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
 use kit::metrics::ReconcileMetrics;
 
-use crate::controller::{self, BundleFormat, Context, Settings};
-use crate::drift::DriftWatches;
+use crate::controller::{self, Context, Settings};
+use crate::format::BundleFormat;
+use apply_engine::drift::DriftWatches;
 
 /// Options of `<provisioner> run`.
 #[derive(Debug, clap::Args)]

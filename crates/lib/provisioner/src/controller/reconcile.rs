@@ -1,0 +1,573 @@
+//! One reconcile of a BundleDeployment: read → decide → write → status → next action.
+//! The reads and writes are in [`super::install`]; status and the next action are pure.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource, ResourceExt};
+use rukpak_api::conditions::{TYPE_HAS_VALID_BUNDLE, TYPE_PROGRESSING};
+use rukpak_api::{Bundle, BundleDeployment, BundleDeploymentStatus, RevisionRecord};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kit::controller::News;
+use kit::kube_error::KubeCallError;
+
+use super::install::{Reconcile, Step};
+use super::{Context, Error, FINALIZER};
+use crate::format::BundleFormat;
+use crate::revisions::{Target, seconds_to_deadline};
+use crate::status::{Outcome, next_status, with_revisions};
+
+/// How long a new BundleDeployment waits for its Bundle before its status says so.
+const QUIET_START: Duration = Duration::from_secs(10);
+
+/// How often an apply waiting for probes looks again if no watch event came first.
+const PROBE_RECHECK: Duration = Duration::from_secs(15);
+
+pub(super) fn error_policy<F: BundleFormat>(
+    deployment: Arc<BundleDeployment>,
+    error: &Error,
+    ctx: Arc<Context<F>>,
+) -> Action {
+    kit::controller::retry_after(
+        &ctx.backoff,
+        "BundleDeployment",
+        &deployment.name_any(),
+        error,
+    )
+}
+
+/// Reconciles one BundleDeployment of a class this provisioner serves: installs it, or
+/// cleans up behind the finalizer when it is being deleted.
+pub(super) async fn reconcile<F: BundleFormat>(
+    deployment: Arc<BundleDeployment>,
+    ctx: Arc<Context<F>>,
+) -> Result<Action, Error> {
+    // What is read from watches must have been listed once: before that, a missing Bundle
+    // or class would only mean "not seen yet".
+    for ready in [
+        kit::watch::until_listed(&ctx.classes).await,
+        kit::watch::until_listed(&ctx.bundles).await,
+    ] {
+        if ready.is_err() {
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+    }
+    // Only BundleDeployments whose class this provisioner serves; the others are not
+    // reconciles of this controller, and not counted as such.
+    let class = ctx
+        .classes
+        .get(&ObjectRef::new(&deployment.spec.provisioner_class_name));
+    let Some(class) = class.filter(|c| c.spec.provisioner == ctx.format.provisioner_id()) else {
+        return Ok(Action::await_change());
+    };
+    let parameters = class.spec.parameters.as_ref();
+    kit::controller::timed(&ctx.metrics, "bundledeployment", async {
+        let api: Api<BundleDeployment> = Api::all(ctx.client.clone());
+        let name = deployment.name_any();
+        // The finalizer is added here and the work goes on in the same reconcile; kube's
+        // `finalizer` would add it and wait for the watch event of that write.
+        let deployment = with_finalizer(&api, deployment).await.map_err(|source| {
+            KubeCallError::new(
+                "add the finalizer to",
+                format!("BundleDeployment {name}"),
+                source,
+            )
+        })?;
+        let result = finalizer(&api, FINALIZER, deployment, |event| async {
+            match event {
+                Finalizer::Apply(deployment) => install(&deployment, &ctx, parameters).await,
+                Finalizer::Cleanup(deployment) => super::cleanup::cleanup(&deployment, &ctx).await,
+            }
+        })
+        .await;
+        match result {
+            // The object went away between the cleanup and the finalizer's removal (another
+            // finalizer was last, or the cleanup of a stale request): the work is done.
+            Err(kube::runtime::finalizer::Error::RemoveFinalizer(kube::Error::Api(status)))
+                if status.code == 404 =>
+            {
+                Ok(Action::await_change())
+            }
+            // Each step resets the backoff itself, after a success: an apply failure is an
+            // Ok outcome (reported in status) that must keep backing off.
+            Ok(action) => Ok(action),
+            Err(err) => Err(Error::Finalizer(name, Box::new(err))),
+        }
+    })
+    .await
+}
+
+/// Read → decide → write ([`Reconcile::run`]), then status and the next action, both
+/// worked out by pure functions from what that step returned.
+async fn install<F: BundleFormat>(
+    deployment: &BundleDeployment,
+    ctx: &Context<F>,
+    class_parameters: Option<&serde_json::Value>,
+) -> Result<Action, Error> {
+    let name = deployment.name_any();
+    let current = deployment.status.clone().unwrap_or_default();
+    let step = if deployment.spec.paused == Some(true) {
+        Step::only(Outcome::Paused)
+    } else {
+        Reconcile {
+            ctx,
+            deployment,
+            class_parameters,
+            current: &current,
+        }
+        .run()
+        .await?
+    };
+    // A new BundleDeployment whose Bundle rukpak-core has not created or unpacked yet gets no
+    // status for its first moments: the Bundle's watch event usually comes within them, and
+    // each status write is a request and an Event. Past that, the wait is news.
+    if let Some(wait) = quiet_start_left(deployment, &step.outcome, SystemTime::now()) {
+        return Ok(Action::requeue(wait));
+    }
+    let now = kit::conditions::now();
+    let (next, rolls_back_next) = status_after(deployment, &current, &step, &now);
+    // What the server holds now: the status last written while the apply ran, if any.
+    let held = step.in_flight.as_ref().unwrap_or(&current);
+    if next != *held {
+        announce(deployment, ctx, &current, &next).await;
+        kit::status::apply(
+            &Api::<BundleDeployment>::all(ctx.client.clone()),
+            &name,
+            &ctx.field_manager,
+            &next,
+        )
+        .await
+        .map_err(|source| {
+            KubeCallError::new(
+                "update the status of",
+                format!("BundleDeployment {name}"),
+                source,
+            )
+        })?;
+    }
+    mark_bundles(ctx, &step.bundles, &next.revisions).await;
+    if !matches!(step.outcome, Outcome::ApplyFailed { .. }) {
+        ctx.backoff.reset(&name);
+    }
+    let next_action = next_action(
+        deployment,
+        &step,
+        &next.revisions,
+        rolls_back_next,
+        &now,
+        ctx.settings.resync,
+    );
+    Ok(match next_action {
+        Next::AwaitChange => Action::await_change(),
+        Next::After(wait) => Action::requeue(wait),
+        Next::Backoff { deadline } => {
+            let delay = ctx.backoff.next_delay(&name);
+            Action::requeue(deadline.map_or(delay, |d| d.min(delay)))
+        }
+    })
+}
+
+/// The status after `step`, and whether the next reconcile rolls back: a failed revision
+/// with `rollbackOnFailure` applies the last healthy one next (the next step of this
+/// one, not a retry). Pure.
+fn status_after(
+    deployment: &BundleDeployment,
+    current: &BundleDeploymentStatus,
+    step: &Step,
+    now: &Time,
+) -> (BundleDeploymentStatus, bool) {
+    let generation = deployment.meta().generation;
+    let mut next = next_status(current, &step.outcome, generation, now);
+    let Some(revision) = &step.revision else {
+        return (next, false);
+    };
+    let failure = with_revisions(
+        &mut next,
+        current,
+        revision,
+        &deployment.spec,
+        generation,
+        now,
+    );
+    let rolls_back_next = failure.is_some()
+        && deployment.spec.rollback_on_failure == Some(true)
+        && matches!(revision.target, Target::Current { .. })
+        && crate::revisions::last_known_good(
+            &next,
+            &step.bundles,
+            revision.target.applies().unwrap_or_default(),
+        )
+        .is_some();
+    (next, rolls_back_next)
+}
+
+/// When a reconcile looks again, before the backoff is consulted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Only a change (of the BundleDeployment, its Bundle, its objects) brings it back.
+    AwaitChange,
+    /// After this long.
+    After(Duration),
+    /// After the next backoff delay (the step failed), or the rollout's deadline if that
+    /// comes first.
+    Backoff { deadline: Option<Duration> },
+}
+
+/// What follows `step` (whose status kept `records`): a rollback at once, a look when a
+/// rollout's deadline passes, a backoff after a failure, a probe recheck while waiting,
+/// else the resync. Pure.
+fn next_action(
+    deployment: &BundleDeployment,
+    step: &Step,
+    records: &[RevisionRecord],
+    rolls_back_next: bool,
+    now: &Time,
+    resync: Duration,
+) -> Next {
+    if rolls_back_next {
+        return Next::After(Duration::from_secs(1));
+    }
+    // A rollout with a deadline is looked at again when the deadline passes.
+    let deadline = step
+        .revision
+        .as_ref()
+        .and_then(|r| r.applied.as_ref())
+        .and_then(|applied| {
+            seconds_to_deadline(
+                records,
+                &applied.bundle,
+                deployment.spec.progress_deadline_seconds,
+                now,
+            )
+        })
+        .map(Duration::from_secs);
+    let soonest = |wait: Duration| Next::After(deadline.map_or(wait, |d| d.min(wait)));
+    match step.outcome {
+        Outcome::Paused => Next::AwaitChange,
+        // Unpacking progress arrives through the Bundle watch.
+        Outcome::BundleMissing { .. } | Outcome::BundleNotUnpacked { .. } => Next::After(resync),
+        Outcome::LoadFailed { .. } | Outcome::InvalidHealthChecks { .. } => Next::AwaitChange,
+        Outcome::ApplyFailed { .. } | Outcome::Waiting { failed: true, .. } => {
+            Next::Backoff { deadline }
+        }
+        // Status changes of the objects waited for arrive through the drift watches; the
+        // requeue is a fallback.
+        Outcome::Waiting { failed: false, .. } => soonest(PROBE_RECHECK.min(resync)),
+        Outcome::AwaitingApproval { .. } => Next::After(resync),
+        // Only written while an apply runs; a reconcile never ends on it.
+        Outcome::Applying { .. } => Next::After(resync),
+        Outcome::Installed { .. } => {
+            soonest(step.recheck_after.map_or(resync, |soon| soon.min(resync)))
+        }
+    }
+}
+
+/// How much of [`QUIET_START`] is left for `deployment`, if it has no status yet and
+/// `outcome` only says its Bundle is missing or still unpacking (not failing). Pure.
+fn quiet_start_left(
+    deployment: &BundleDeployment,
+    outcome: &Outcome,
+    now: SystemTime,
+) -> Option<Duration> {
+    if deployment.status.is_some() {
+        return None;
+    }
+    if !matches!(
+        outcome,
+        Outcome::BundleMissing { .. } | Outcome::BundleNotUnpacked { failed: false, .. }
+    ) {
+        return None;
+    }
+    let created = SystemTime::from(deployment.meta().creation_timestamp.as_ref()?.0);
+    let age = now.duration_since(created).unwrap_or_default();
+    QUIET_START.checked_sub(age).filter(|left| !left.is_zero())
+}
+
+/// Shows each revision's outcome on its Bundle (`status.revisionOutcome`, for `kubectl get
+/// bundles`), writing only the ones that changed. Best effort: the BundleDeployment's
+/// status is the record; a failed write is logged and tried again next reconcile.
+async fn mark_bundles<F: BundleFormat>(
+    ctx: &Context<F>,
+    bundles: &[Bundle],
+    records: &[RevisionRecord],
+) {
+    let api: Api<Bundle> = Api::all(ctx.client.clone());
+    for bundle in bundles {
+        let name = bundle.name_any();
+        let Some(record) = crate::revisions::find(records, &name) else {
+            continue;
+        };
+        let shown = bundle.status.as_ref().and_then(|s| s.revision_outcome);
+        if shown == Some(record.outcome) {
+            continue;
+        }
+        let patch = serde_json::json!({
+            "apiVersion": "core.rukpak.io/v1alpha1",
+            "kind": "Bundle",
+            "status": { "revisionOutcome": record.outcome.as_str() },
+        });
+        let params = kube::api::PatchParams::apply(&format!("{}-revisions", ctx.field_manager));
+        if let Err(err) = api
+            .patch_status(&name, &params, &kube::api::Patch::Apply(&patch))
+            .await
+        {
+            tracing::debug!(bundle = %name, error = %kit::error_chain(&err), "failed to show the revision outcome on the Bundle");
+        }
+    }
+}
+
+/// Emits an Event for each condition that is news (see [`news`]).
+async fn announce<F: BundleFormat>(
+    deployment: &BundleDeployment,
+    ctx: &Context<F>,
+    before: &BundleDeploymentStatus,
+    after: &BundleDeploymentStatus,
+) {
+    kit::controller::announce(
+        &ctx.recorder,
+        &deployment.object_ref(&()),
+        &before.conditions,
+        &after.conditions,
+        news,
+    )
+    .await;
+}
+
+/// What a changed BundleDeployment condition means to the people reading its Events.
+/// `Progressing` is a running commentary on the others (and False is good news for it);
+/// a valid bundle is only news when it was not: `HasValidBundle` turning True goes
+/// without an Event (`Installed` tells the story), its turning False does not. Pure.
+fn news(condition: &Condition) -> News {
+    match condition.type_.as_str() {
+        TYPE_PROGRESSING => News::Quiet,
+        TYPE_HAS_VALID_BUNDLE if condition.status == kit::conditions::status::TRUE => News::Quiet,
+        _ => News::warning_when_false(condition),
+    }
+}
+
+/// The BundleDeployment with [`FINALIZER`]: as it is when it has it or is being deleted,
+/// else after adding it (a merge patch on the resourceVersion read, so that finalizers
+/// another controller changed meanwhile are never overwritten: the patch then conflicts
+/// and the reconcile is retried).
+async fn with_finalizer(
+    api: &Api<BundleDeployment>,
+    deployment: Arc<BundleDeployment>,
+) -> Result<Arc<BundleDeployment>, kube::Error> {
+    let finalizers = deployment.finalizers();
+    if deployment.meta().deletion_timestamp.is_some() || finalizers.iter().any(|f| f == FINALIZER) {
+        return Ok(deployment);
+    }
+    let mut with = finalizers.to_vec();
+    with.push(FINALIZER.to_owned());
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": deployment.resource_version(),
+            "finalizers": with,
+        }
+    });
+    let patched = api
+        .patch(
+            &deployment.name_any(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(Arc::new(patched))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::revisions::{AppliedRevision, Progress};
+    use crate::status::RevisionStep;
+    use rukpak_api::RevisionOutcome;
+
+    const RESYNC: Duration = Duration::from_secs(600);
+
+    fn at(second: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(second).unwrap())
+    }
+
+    fn deployment(deadline: Option<i32>) -> BundleDeployment {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+            "metadata": {"name": "bd"},
+            "spec": {"provisionerClassName": "p", "progressDeadlineSeconds": deadline,
+                "template": {"spec": {"provisionerClassName": "p",
+                    "source": {"type": "image", "image": {"ref": "r"}}}}},
+        }))
+        .unwrap()
+    }
+
+    fn installed() -> Outcome {
+        Outcome::Installed {
+            bundle: "bd-1".into(),
+            inventory: Vec::new(),
+            healthy: true,
+            health_message: String::new(),
+            warnings: Vec::new(),
+            kept: Vec::new(),
+            skipped: Vec::new(),
+            adjustments: Vec::new(),
+        }
+    }
+
+    /// A step that applied revision 1 (`bd-1`), with `outcome`.
+    fn applied(outcome: Outcome, recheck_after: Option<Duration>) -> Step {
+        Step {
+            outcome,
+            revision: Some(RevisionStep {
+                target: Target::Current {
+                    bundle: "bd-1".into(),
+                },
+                applied: Some(AppliedRevision::new("bd-1", 1, "sha256:a")),
+                progress: Progress::Progressing,
+                pending: None,
+            }),
+            recheck_after,
+            ..Step::only(Outcome::Paused)
+        }
+    }
+
+    /// The record of `bd-1`, a rollout started at second 100.
+    fn rolling_out() -> Vec<RevisionRecord> {
+        vec![RevisionRecord {
+            revision: 1,
+            bundle: "bd-1".into(),
+            digest: "sha256:a".into(),
+            outcome: RevisionOutcome::Progressing,
+            started: Some(at(100)),
+            last_healthy: None,
+            message: None,
+        }]
+    }
+
+    #[test]
+    fn the_next_look_is_the_soonest_of_resync_certificates_and_the_rollout_deadline() {
+        let steady = deployment(None);
+        // Installed and nothing due: the resync.
+        let step = applied(installed(), None);
+        assert_eq!(
+            next_action(&steady, &step, &[], false, &at(130), RESYNC),
+            Next::After(RESYNC)
+        );
+        // A certificate rotation step due in an hour comes first.
+        let step = applied(installed(), Some(Duration::from_secs(3600)));
+        assert_eq!(
+            next_action(
+                &steady,
+                &step,
+                &[],
+                false,
+                &at(130),
+                Duration::from_secs(7200)
+            ),
+            Next::After(Duration::from_secs(3600))
+        );
+        // A rollout started at 100 with a 60 s deadline is looked at when it passes (161).
+        let with_deadline = deployment(Some(60));
+        let step = applied(installed(), None);
+        assert_eq!(
+            next_action(
+                &with_deadline,
+                &step,
+                &rolling_out(),
+                false,
+                &at(130),
+                RESYNC
+            ),
+            Next::After(Duration::from_secs(31))
+        );
+        // Waiting for probes: the probe recheck, or the deadline if sooner.
+        let waiting = Outcome::Waiting {
+            bundle: "bd-1".into(),
+            message: "phase 2 waits".into(),
+            failed: false,
+            inventory: Vec::new(),
+            skipped: Vec::new(),
+            adjustments: Vec::new(),
+        };
+        let step = applied(waiting, None);
+        assert_eq!(
+            next_action(&steady, &step, &[], false, &at(130), RESYNC),
+            Next::After(PROBE_RECHECK)
+        );
+        assert_eq!(
+            next_action(
+                &with_deadline,
+                &step,
+                &rolling_out(),
+                false,
+                &at(155),
+                RESYNC
+            ),
+            Next::After(Duration::from_secs(6))
+        );
+    }
+
+    #[test]
+    fn failures_back_off_and_a_rollback_goes_next() {
+        let with_deadline = deployment(Some(60));
+        let failed = Outcome::ApplyFailed {
+            bundle: "bd-1".into(),
+            message: "forbidden".into(),
+        };
+        let step = applied(failed, None);
+        assert_eq!(
+            next_action(
+                &with_deadline,
+                &step,
+                &rolling_out(),
+                false,
+                &at(130),
+                RESYNC
+            ),
+            Next::Backoff {
+                deadline: Some(Duration::from_secs(31))
+            }
+        );
+        assert_eq!(
+            next_action(
+                &with_deadline,
+                &step,
+                &rolling_out(),
+                true,
+                &at(130),
+                RESYNC
+            ),
+            Next::After(Duration::from_secs(1))
+        );
+        // What only the author can fix waits for their change.
+        let refused = Step::only(Outcome::InvalidHealthChecks {
+            message: "no such field".into(),
+        });
+        assert_eq!(
+            next_action(&with_deadline, &refused, &[], false, &at(130), RESYNC),
+            Next::AwaitChange
+        );
+    }
+
+    #[test]
+    fn progress_and_a_valid_bundle_are_not_news_but_its_loss_is() {
+        let condition = |type_: &str, status: &str| Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: "R".into(),
+            message: String::new(),
+            last_transition_time: at(0),
+            observed_generation: None,
+        };
+        assert_eq!(news(&condition(TYPE_PROGRESSING, "True")), News::Quiet);
+        assert_eq!(news(&condition(TYPE_HAS_VALID_BUNDLE, "True")), News::Quiet);
+        assert_eq!(
+            news(&condition(TYPE_HAS_VALID_BUNDLE, "False")),
+            News::Warning
+        );
+        assert_eq!(news(&condition("Installed", "True")), News::Normal);
+    }
+}
