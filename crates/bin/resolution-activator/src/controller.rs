@@ -380,17 +380,39 @@ async fn activate(
     class: &dyn ActivatorClass,
     ctx: &Context,
 ) -> Result<Outcome, Error> {
+    match activation_steps(resolution, class, ctx).await {
+        Ok(outcome) | Err(Stop::Blocked(outcome)) => Ok(outcome),
+        Err(Stop::Failed(err)) => Err(err),
+    }
+}
+
+/// Why the steps of an activation stopped before the end.
+enum Stop {
+    /// A step found what only the resolution's author or the catalog can fix: the outcome
+    /// says so in the `Activated` condition.
+    Blocked(Outcome),
+    /// A step failed in a way worth retrying.
+    Failed(Error),
+}
+
+impl<E: Into<Error>> From<E> for Stop {
+    fn from(err: E) -> Self {
+        Self::Failed(err.into())
+    }
+}
+
+/// The steps of [`activate`] in order; each may stop it with a [`Stop`].
+async fn activation_steps(
+    resolution: &ActiveResolution,
+    class: &dyn ActivatorClass,
+    ctx: &Context,
+) -> Result<Outcome, Stop> {
     let name = resolution.name_any();
-    let entities = match selected_entities(resolution, ctx).await? {
-        Ok(entities) => entities,
-        Err(blocked) => return Ok(blocked),
-    };
+    let entities = selected_entities(resolution, ctx).await?;
     // Every BundleDeployment of the install applies as the identity the resolution names,
     // which its author was allowed to impersonate (resolution-activation.deppy.io).
-    let account = match resolve_set::install_account(resolution) {
-        Ok(account) => account,
-        Err(err) => return Ok(Outcome::blocked(reasons::APPLY_FAILED, err.to_string())),
-    };
+    let account = resolve_set::install_account(resolution)
+        .map_err(|err| Stop::Blocked(Outcome::blocked(reasons::APPLY_FAILED, err.to_string())))?;
     let mut children = Vec::new();
     for entity in &entities {
         match class.children(resolution, entity) {
@@ -401,10 +423,10 @@ async fn activate(
                 children.push((entity.selection.package.clone(), deployments));
             }
             Err(err) => {
-                return Ok(Outcome::blocked(
+                return Err(Stop::Blocked(Outcome::blocked(
                     reasons::BUNDLE_UNSUPPORTED,
                     err.to_string(),
-                ));
+                )));
             }
         }
     }
@@ -412,24 +434,21 @@ async fn activate(
     let files = match resolve_set::manifests(&children, &labels) {
         Ok(files) => files,
         Err(err @ BuildError::DuplicateChild { .. }) => {
-            return Ok(Outcome::blocked(reasons::APPLY_FAILED, err.to_string()));
+            return Err(Stop::Blocked(Outcome::blocked(
+                reasons::APPLY_FAILED,
+                err.to_string(),
+            )));
         }
         Err(source) => {
-            return Err(Error::Build {
+            return Err(Stop::Failed(Error::Build {
                 resolution: name,
                 source,
-            });
+            }));
         }
     };
-    let existing = match existing_wrapper(resolution, ctx).await? {
-        Ok(existing) => existing,
-        Err(blocked) => return Ok(blocked),
-    };
+    let existing = existing_wrapper(resolution, ctx).await?;
     let history = history(resolution, ctx).await?;
-    let resolve_set = match ensure_resolve_set(resolution, files, &history, ctx).await? {
-        Ok(name) => name,
-        Err(blocked) => return Ok(blocked),
-    };
+    let resolve_set = ensure_resolve_set(resolution, files, &history, ctx).await?;
     apply_wrapper(resolution, class, &resolve_set, existing.as_ref(), ctx).await?;
     prune_history(&history, &resolve_set, ctx).await?;
     let mut resolved: Vec<ResolvedEntity> = entities
@@ -446,20 +465,19 @@ async fn activate(
     })
 }
 
-/// Step 1: the catalog bundle of every selection, sorted by package. The inner `Err` is a
-/// selection that cannot be mapped (the user's or the catalog's problem, reported in the
-/// condition); the outer one a transient failure.
+/// Step 1: the catalog bundle of every selection, sorted by package; a selection that
+/// cannot be mapped (the user's or the catalog's problem) blocks the activation.
 async fn selected_entities(
     resolution: &ActiveResolution,
     ctx: &Context,
-) -> Result<Result<Vec<Entity>, Outcome>, Error> {
+) -> Result<Vec<Entity>, Stop> {
     let texts = resolution
         .status
         .as_ref()
         .map(|s| s.selections.clone())
         .unwrap_or_default();
     if texts.is_empty() {
-        return Ok(Err(Outcome::blocked(
+        return Err(Stop::Blocked(Outcome::blocked(
             reasons::SELECTION_NOT_FOUND,
             "the resolution selected no bundles: nothing to install",
         )));
@@ -473,7 +491,7 @@ async fn selected_entities(
         }
     }
     if !problems.is_empty() {
-        return Ok(Err(Outcome::blocked(
+        return Err(Stop::Blocked(Outcome::blocked(
             reasons::SELECTION_NOT_FOUND,
             problems.join("; "),
         )));
@@ -498,12 +516,12 @@ async fn selected_entities(
             Ok(index) => {
                 indexes.insert(catalog_name.to_owned(), index);
             }
-            Err(err) if err.is_transient() => return Err(Error::CatalogContent(err)),
+            Err(err) if err.is_transient() => return Err(Stop::Failed(Error::CatalogContent(err))),
             Err(err) => unavailable.push(kit::error_chain(&err)),
         }
     }
     if !unavailable.is_empty() {
-        return Ok(Err(Outcome::blocked(
+        return Err(Stop::Blocked(Outcome::blocked(
             reasons::CATALOG_UNAVAILABLE,
             unavailable.join("; "),
         )));
@@ -522,13 +540,13 @@ async fn selected_entities(
         }
     }
     if !problems.is_empty() {
-        return Ok(Err(Outcome::blocked(
+        return Err(Stop::Blocked(Outcome::blocked(
             reasons::SELECTION_NOT_FOUND,
             problems.join("; "),
         )));
     }
     entities.sort_by(|a, b| a.selection.package.cmp(&b.selection.package));
-    Ok(Ok(entities))
+    Ok(entities)
 }
 
 /// The BundleDeployment of the wrapper's name, if any, and whether this resolution
@@ -536,7 +554,7 @@ async fn selected_entities(
 async fn existing_wrapper(
     resolution: &ActiveResolution,
     ctx: &Context,
-) -> Result<Result<Option<BundleDeployment>, Outcome>, Error> {
+) -> Result<Option<BundleDeployment>, Stop> {
     let name = resolve_set::wrapper_name(&resolution.name_any());
     let existing = Api::<BundleDeployment>::all(ctx.client.clone())
         .get_opt(&name)
@@ -549,16 +567,16 @@ async fn existing_wrapper(
             .iter()
             .any(|owner| owner.controller == Some(true) && owner.uid == uid)
     };
-    Ok(match existing {
-        Some(wrapper) if !controlled(&wrapper) => Err(Outcome::blocked(
+    match existing {
+        Some(wrapper) if !controlled(&wrapper) => Err(Stop::Blocked(Outcome::blocked(
             reasons::APPLY_FAILED,
             format!(
                 "BundleDeployment {name} already exists and is not controlled by ActiveResolution {}; it was left untouched",
                 resolution.name_any()
             ),
-        )),
+        ))),
         existing => Ok(existing),
-    })
+    }
 }
 
 /// The resolution's ResolveSet ConfigMaps (only those it owns).
@@ -595,11 +613,11 @@ async fn ensure_resolve_set(
     files: BTreeMap<String, String>,
     history: &[HistoryEntry],
     ctx: &Context,
-) -> Result<Result<String, Outcome>, Error> {
+) -> Result<String, Stop> {
     let name = resolution.name_any();
     let config_map_name = resolve_set::config_map_name(&name, &files);
     if history.iter().any(|entry| entry.name == config_map_name) {
-        return Ok(Ok(config_map_name));
+        return Ok(config_map_name);
     }
     let namespace = &ctx.settings.system_namespace;
     let config_map = resolve_set::config_map(
@@ -628,7 +646,7 @@ async fn ensure_resolve_set(
                 format!("wrote ResolveSet {object}"),
             )
             .await;
-            Ok(Ok(config_map_name))
+            Ok(config_map_name)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => {
             // Same name, so same content. Ours when the list raced with its creation;
@@ -641,16 +659,18 @@ async fn ensure_resolve_set(
                 .map_err(|source| KubeCallError::new("read", object.clone(), source))?;
             let uid = resolution.uid().unwrap_or_default();
             if existing.is_some_and(|cm| cm.owner_references().iter().any(|o| o.uid == uid)) {
-                return Ok(Ok(config_map_name));
+                return Ok(config_map_name);
             }
-            Ok(Err(Outcome::blocked(
+            Err(Stop::Blocked(Outcome::blocked(
                 reasons::APPLY_FAILED,
                 format!(
                     "{object} exists and is not owned by this ActiveResolution; waiting for it to be deleted"
                 ),
             )))
         }
-        Err(source) => Err(Error::Kube(KubeCallError::new("create", object, source))),
+        Err(source) => Err(Stop::Failed(Error::Kube(KubeCallError::new(
+            "create", object, source,
+        )))),
     }
 }
 
@@ -959,8 +979,7 @@ mod tests {
             let ctx = context(client);
             let written = server
                 .run(ensure_resolve_set(&resolution(), files(), &[], &ctx))
-                .await
-                .unwrap();
+                .await;
             assert!(matches!(written, Ok(n) if n == name));
         }
 
@@ -988,13 +1007,13 @@ mod tests {
                     )
                 })
                 .await;
-            assert!(matches!(ours.unwrap(), Ok(n) if n == name));
+            assert!(matches!(ours, Ok(n) if n == name));
             assert!(matches!(
-                theirs.unwrap(),
-                Err(Outcome::Blocked {
+                theirs,
+                Err(Stop::Blocked(Outcome::Blocked {
                     reason: reasons::APPLY_FAILED,
                     ..
-                })
+                }))
             ));
         }
 

@@ -136,48 +136,114 @@ enum Fetched {
     Failed { message: String, retry: bool },
 }
 
+/// What a reconcile did with the Catalog's content: the input of the pure status and
+/// next-action functions.
+enum Outcome {
+    /// The served catalog is current.
+    Unchanged(Arc<CatalogIndex>),
+    /// New content was parsed and is served.
+    Served {
+        resolved_source: String,
+        polled: bool,
+        index: Arc<CatalogIndex>,
+        /// The content as stored, when it was fetched (content read back from the store is
+        /// referenced already).
+        stored: Option<ContentRef>,
+        /// The bundle index as stored; `None` when it could not be built.
+        bundle_index: Option<ContentRef>,
+    },
+    /// New content was fetched but does not parse: the catalog is no longer served.
+    Invalid {
+        resolved_source: String,
+        polled: bool,
+        message: String,
+    },
+    /// The source could not be read.
+    Failed {
+        message: String,
+        retry: bool,
+        /// The last good content, still served.
+        still_served: Option<Arc<CatalogIndex>>,
+    },
+}
+
+/// Read (fetch) → write (store and serve) → status (pure) → next action (pure).
 async fn reconcile_catalog(catalog: &Catalog, ctx: &Context) -> Result<Action, Error> {
     let name = catalog.name_any();
     let generation = catalog.meta().generation;
     let current = catalog.status.clone().unwrap_or_default();
-    let priority = catalog.spec.priority.unwrap_or(0);
     let source_key = serde_json::to_string(&catalog.spec.source).unwrap_or_default();
     let poll = poll_interval(catalog, ctx.settings.default_poll_interval);
-    let polls = catalog
-        .spec
-        .source
-        .image
-        .as_ref()
-        .is_some_and(|image| !is_digest_reference(&image.ref_));
 
     let fetched = fetch(catalog, ctx, &current, &source_key, poll).await?;
-    let now = kit::conditions::now();
-    let mut next = current.clone();
-    next.observed_generation = generation;
-    let mut requeue = if polls {
-        Action::requeue(remaining(current.last_polled.as_ref(), poll).max(Duration::from_secs(1)))
-    } else {
-        Action::await_change()
-    };
-    match fetched {
-        Fetched::Unchanged(mut served) => {
-            if served.priority != priority {
-                served.priority = priority;
-                ctx.catalogs.insert(&name, served.clone());
-                ctx.notify_catalogs_changed();
-            }
-            set_serving(&mut next, &served.index, generation, &now);
-        }
+    let outcome = match fetched {
+        Fetched::Unchanged(served) => Outcome::Unchanged(keep_serving(catalog, ctx, served)),
         Fetched::Content {
             content,
             resolved_source,
             polled,
+        } => serve(catalog, ctx, &content, resolved_source, polled).await?,
+        Fetched::Failed { message, retry } => Outcome::Failed {
+            message,
+            retry,
+            // Keep serving the last good content: a registry outage must not take
+            // resolutions down with it.
+            still_served: ctx.catalogs.get(&name).map(|served| served.index),
+        },
+    };
+    let now = kit::conditions::now();
+    let next = status_after(&current, &outcome, generation, &now);
+    if next != current {
+        write_status(catalog, ctx, &current, &next).await?;
+    }
+    if kit::conditions::is_true(&next.conditions, TYPE_UNPACKED, generation) {
+        ctx.backoff.reset(&name);
+    }
+    Ok(match next_poll(catalog, &current, &outcome, poll) {
+        Next::AwaitChange => Action::await_change(),
+        Next::After(wait) => Action::requeue(wait),
+        Next::Backoff => Action::requeue(ctx.backoff.next_delay(&name)),
+    })
+}
+
+/// The served catalog, with `spec.priority` updated when only that changed.
+fn keep_serving(catalog: &Catalog, ctx: &Context, mut served: ServedCatalog) -> Arc<CatalogIndex> {
+    let priority = catalog.spec.priority.unwrap_or(0);
+    if served.priority != priority {
+        served.priority = priority;
+        ctx.catalogs.insert(&catalog.name_any(), served.clone());
+        ctx.notify_catalogs_changed();
+    }
+    served.index
+}
+
+/// The status after `outcome`. Pure.
+fn status_after(
+    current: &CatalogStatus,
+    outcome: &Outcome,
+    generation: Option<i64>,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> CatalogStatus {
+    let mut next = current.clone();
+    next.observed_generation = generation;
+    let set =
+        |status: &mut CatalogStatus, type_: &str, value: &str, reason: &str, message: &str| {
+            set(status, type_, value, reason, message, generation, now);
+        };
+    match outcome {
+        Outcome::Unchanged(index) => set_serving(&mut next, index, generation, now),
+        Outcome::Served {
+            resolved_source,
+            polled,
+            ..
+        }
+        | Outcome::Invalid {
+            resolved_source,
+            polled,
+            ..
         } => {
-            if polled {
+            if *polled {
                 next.last_polled = Some(now.clone());
-                if polls {
-                    requeue = Action::requeue(poll);
-                }
             }
             next.resolved_source = Some(resolved_source.clone());
             set(
@@ -186,57 +252,103 @@ async fn reconcile_catalog(catalog: &Catalog, ctx: &Context) -> Result<Action, E
                 status::TRUE,
                 reasons::UNPACK_SUCCESSFUL,
                 &format!("unpacked {resolved_source}"),
-                generation,
-                &now,
             );
-            serve(
-                catalog,
-                ctx,
-                &content,
-                resolved_source,
-                polled,
-                &mut next,
-                &now,
-            )
-            .await?;
         }
-        Fetched::Failed { message, retry } => {
+        Outcome::Failed {
+            message,
+            still_served,
+            ..
+        } => {
             set(
                 &mut next,
                 TYPE_UNPACKED,
                 status::FALSE,
                 reasons::UNPACK_FAILED,
-                &message,
-                generation,
-                &now,
+                message,
             );
-            match ctx.catalogs.get(&name) {
-                // Keep serving the last good content: a registry outage must not take
-                // resolutions down with it.
-                Some(served) => set_serving(&mut next, &served.index, generation, &now),
+            match still_served {
+                Some(index) => set_serving(&mut next, index, generation, now),
                 None => set(
                     &mut next,
                     TYPE_SERVING,
                     status::FALSE,
                     reasons::UNPACK_FAILED,
-                    &message,
-                    generation,
-                    &now,
+                    message,
                 ),
-            }
-            if retry {
-                requeue = Action::requeue(ctx.backoff.next_delay(&name));
             }
         }
     }
+    match outcome {
+        Outcome::Served {
+            index,
+            stored,
+            bundle_index,
+            ..
+        } => {
+            if let Some(stored) = stored {
+                next.content = Some(stored.clone());
+            }
+            next.bundle_index.clone_from(bundle_index);
+            set_serving(&mut next, index, generation, now);
+        }
+        Outcome::Invalid { message, .. } => {
+            next.content = None;
+            next.bundle_index = None;
+            next.packages = None;
+            next.bundles = None;
+            set(
+                &mut next,
+                TYPE_SERVING,
+                status::FALSE,
+                reasons::INVALID_CATALOG,
+                message,
+            );
+        }
+        Outcome::Unchanged(_) | Outcome::Failed { .. } => {}
+    }
+    next
+}
 
-    if next != current {
-        write_status(catalog, ctx, &current, &next).await?;
+/// When a Catalog is looked at again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Only a change of the Catalog brings it back (nothing polls it).
+    AwaitChange,
+    /// After this long (the next poll).
+    After(Duration),
+    /// After the next backoff delay (a fetch worth retrying failed).
+    Backoff,
+}
+
+/// An image named by tag is polled: next when the poll interval has passed since the last
+/// poll (a whole interval after one that just happened); a failure worth retrying backs
+/// off instead. Pure.
+fn next_poll(
+    catalog: &Catalog,
+    current: &CatalogStatus,
+    outcome: &Outcome,
+    poll: Duration,
+) -> Next {
+    if matches!(outcome, Outcome::Failed { retry: true, .. }) {
+        return Next::Backoff;
     }
-    if kit::conditions::is_true(&next.conditions, TYPE_UNPACKED, generation) {
-        ctx.backoff.reset(&name);
+    let polls = catalog
+        .spec
+        .source
+        .image
+        .as_ref()
+        .is_some_and(|image| !is_digest_reference(&image.ref_));
+    if !polls {
+        return Next::AwaitChange;
     }
-    Ok(requeue)
+    let polled_now = matches!(
+        outcome,
+        Outcome::Served { polled: true, .. } | Outcome::Invalid { polled: true, .. }
+    );
+    if polled_now {
+        return Next::After(poll);
+    }
+    Next::After(remaining(current.last_polled.as_ref(), poll).max(Duration::from_secs(1)))
 }
 
 /// Announces condition changes and writes `next` as the Catalog's status.
@@ -268,18 +380,15 @@ async fn write_status(
 
 /// Parses fetched `content` and serves it (storing it when it was fetched rather than read
 /// back from the store), with its bundle index beside it in the store, or stops serving the
-/// catalog when it does not parse; records the outcome on `next`.
+/// catalog when it does not parse.
 async fn serve(
     catalog: &Catalog,
     ctx: &Context,
     content: &content::Content,
     resolved_source: String,
     polled: bool,
-    next: &mut CatalogStatus,
-    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-) -> Result<(), Error> {
+) -> Result<Outcome, Error> {
     let name = catalog.name_any();
-    let generation = catalog.meta().generation;
     let priority = catalog.spec.priority.unwrap_or(0);
     let source_key = serde_json::to_string(&catalog.spec.source).unwrap_or_default();
     let digest = content.digest().to_string();
@@ -302,26 +411,15 @@ async fn serve(
             if ctx.catalogs.remove(&name) {
                 ctx.notify_catalogs_changed();
             }
-            next.content = None;
-            next.bundle_index = None;
-            next.packages = None;
-            next.bundles = None;
-            set(
-                next,
-                TYPE_SERVING,
-                status::FALSE,
-                reasons::INVALID_CATALOG,
-                &message,
-                generation,
-                now,
-            );
-            return Ok(());
+            return Ok(Outcome::Invalid {
+                resolved_source,
+                polled,
+                message,
+            });
         }
     };
-    if let Some(stored) = stored? {
-        next.content = Some(stored);
-    }
-    next.bundle_index = match parsed.bundle_index {
+    let stored = stored?;
+    let bundle_index = match parsed.bundle_index {
         Ok(index) => Some(store(&name, ctx, &index).await?),
         Err(message) => {
             // The activator reads the whole catalog instead: slower, still correct.
@@ -329,19 +427,24 @@ async fn serve(
             None
         }
     };
-    set_serving(next, &parsed.index, generation, now);
     ctx.catalogs.insert(
         &name,
         ServedCatalog {
-            index: parsed.index,
+            index: parsed.index.clone(),
             priority,
-            resolved_source,
+            resolved_source: resolved_source.clone(),
             source_key,
             content_digest: digest,
         },
     );
     ctx.notify_catalogs_changed();
-    Ok(())
+    Ok(Outcome::Served {
+        resolved_source,
+        polled,
+        index: parsed.index,
+        stored,
+        bundle_index,
+    })
 }
 
 /// A parsed catalog and its bundle index as content (or why that could not be built).
@@ -536,8 +639,8 @@ async fn fetch(
             }
             let pull_secret = match &image.pull_secret {
                 Some(secret) => match read_pull_secret(ctx, secret).await? {
-                    Ok(bytes) => Some(bytes),
-                    Err(message) => {
+                    PullSecret::Usable(bytes) => Some(bytes),
+                    PullSecret::Unusable(message) => {
                         return Ok(Fetched::Failed {
                             message,
                             retry: true,
@@ -578,18 +681,30 @@ async fn fetch(
     }
 }
 
-/// The pull secret's registry credentials; the inner error is a message for the user.
-async fn read_pull_secret(ctx: &Context, name: &str) -> Result<Result<Vec<u8>, String>, Error> {
+/// A catalog image's pull secret, as read.
+enum PullSecret {
+    /// Its registry credentials.
+    Usable(Vec<u8>),
+    /// Missing or unusable, with a message for the user.
+    Unusable(String),
+}
+
+/// The pull secret `name` of the system namespace.
+async fn read_pull_secret(ctx: &Context, name: &str) -> Result<PullSecret, Error> {
     let namespace = &ctx.settings.system_namespace;
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
     let secret = secrets.get_opt(name).await.map_err(|source| {
         KubeCallError::new("read", format!("Secret {namespace}/{name}"), source)
     })?;
     Ok(match secret {
-        None => Err(format!("pull secret {namespace}/{name} not found")),
+        None => PullSecret::Unusable(format!("pull secret {namespace}/{name} not found")),
         Some(secret) => {
-            content::source::image::pull_secret_config(&secret.data.unwrap_or_default())
-                .map_err(|reason| format!("pull secret {namespace}/{name} is unusable: {reason}"))
+            match content::source::image::pull_secret_config(&secret.data.unwrap_or_default()) {
+                Ok(bytes) => PullSecret::Usable(bytes),
+                Err(reason) => PullSecret::Unusable(format!(
+                    "pull secret {namespace}/{name} is unusable: {reason}"
+                )),
+            }
         }
     })
 }
@@ -681,6 +796,122 @@ fn remaining(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(second: i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            Timestamp::from_second(second).unwrap(),
+        )
+    }
+
+    fn catalog(image: &str) -> Catalog {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+            "metadata": {"name": "c", "generation": 2},
+            "spec": {"source": {"image": {"ref": image}}},
+        }))
+        .unwrap()
+    }
+
+    fn index() -> Arc<CatalogIndex> {
+        let file = "---\nschema: olm.package\nname: a\n---\nschema: olm.channel\npackage: a\n\
+                    name: stable\nentries:\n- name: a.v1.0.0\n---\nschema: olm.bundle\npackage: a\n\
+                    name: a.v1.0.0\nimage: example.com/a:1.0.0\nproperties:\n\
+                    - {type: olm.package, value: {packageName: a, version: 1.0.0}}\n";
+        Arc::new(CatalogIndex::from_files([("a.yaml", file.to_owned())]).unwrap())
+    }
+
+    #[test]
+    fn a_failed_fetch_keeps_serving_the_last_good_content_and_rewrites_nothing_the_second_time() {
+        let served = status_after(
+            &CatalogStatus::default(),
+            &Outcome::Served {
+                resolved_source: "example.com/c@sha256:1".into(),
+                polled: true,
+                index: index(),
+                stored: None,
+                bundle_index: None,
+            },
+            Some(2),
+            &at(10),
+        );
+        assert!(kit::conditions::is_true(
+            &served.conditions,
+            TYPE_SERVING,
+            Some(2)
+        ));
+        assert_eq!(served.packages, Some(1));
+        assert_eq!(served.last_polled, Some(at(10)));
+        let failed = || Outcome::Failed {
+            message: "registry unreachable".into(),
+            retry: true,
+            still_served: Some(index()),
+        };
+        let after = status_after(&served, &failed(), Some(2), &at(20));
+        assert!(!kit::conditions::is_true(
+            &after.conditions,
+            TYPE_UNPACKED,
+            Some(2)
+        ));
+        assert!(kit::conditions::is_true(
+            &after.conditions,
+            TYPE_SERVING,
+            Some(2)
+        ));
+        assert_eq!(status_after(&after, &failed(), Some(2), &at(80)), after);
+        // Content that does not parse stops the serving and forgets the counts.
+        let invalid = status_after(
+            &after,
+            &Outcome::Invalid {
+                resolved_source: "example.com/c@sha256:2".into(),
+                polled: true,
+                message: "not a catalog".into(),
+            },
+            Some(2),
+            &at(90),
+        );
+        assert!(!kit::conditions::is_true(
+            &invalid.conditions,
+            TYPE_SERVING,
+            Some(2)
+        ));
+        assert_eq!(invalid.packages, None);
+    }
+
+    #[test]
+    fn tags_are_polled_digests_are_not_and_retryable_failures_back_off() {
+        let poll = Duration::from_secs(600);
+        let unchanged = Outcome::Unchanged(index());
+        let status = CatalogStatus::default();
+        assert_eq!(
+            next_poll(
+                &catalog("example.com/c@sha256:abc"),
+                &status,
+                &unchanged,
+                poll
+            ),
+            Next::AwaitChange
+        );
+        let polled = Outcome::Served {
+            resolved_source: "example.com/c@sha256:1".into(),
+            polled: true,
+            index: index(),
+            stored: None,
+            bundle_index: None,
+        };
+        assert_eq!(
+            next_poll(&catalog("example.com/c:latest"), &status, &polled, poll),
+            Next::After(poll)
+        );
+        let failed = Outcome::Failed {
+            message: "registry unreachable".into(),
+            retry: true,
+            still_served: None,
+        };
+        assert_eq!(
+            next_poll(&catalog("example.com/c@sha256:abc"), &status, &failed, poll),
+            Next::Backoff
+        );
+    }
 
     #[test]
     fn the_serving_message_names_packages_whose_upgrade_graph_is_broken() {
