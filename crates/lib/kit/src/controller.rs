@@ -21,6 +21,7 @@
 //! - [`recorder`] builds the Event recorder reporting as the controller.
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -109,8 +110,23 @@ pub fn retry_after<E>(backoff: &Backoff, kind: &str, name: &str, error: &E) -> A
 where
     E: Classify + std::error::Error + 'static,
 {
+    match retry_delay(backoff, kind, name, error) {
+        Some(delay) => Action::requeue(delay),
+        None => Action::await_change(),
+    }
+}
+
+/// [`retry_after`] for a reconcile loop that is not a kube-runtime controller (one
+/// singleton object): the delay before the next attempt, `None` to wait for a change.
+pub fn retry_delay<E>(backoff: &Backoff, kind: &str, name: &str, error: &E) -> Option<Duration>
+where
+    E: Classify + std::error::Error + 'static,
+{
     tracing::warn!(kind, name, error = %crate::error_chain(error), "reconcile failed");
-    backoff.action_for(name, error.retry())
+    match error.retry() {
+        crate::retry::Retry::WaitForChange => None,
+        crate::retry::Retry::Backoff => Some(backoff.next_delay(name)),
+    }
 }
 
 /// What a changed condition means to the people reading the object's Events: the one

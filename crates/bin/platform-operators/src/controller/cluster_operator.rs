@@ -49,15 +49,6 @@ pub enum Error {
     Status(#[source] kube::Error),
 }
 
-impl Error {
-    /// Whether another writer created the ClusterOperator between our read and our create
-    /// (409 AlreadyExists): the next reconcile finds it.
-    fn is_conflict(&self) -> bool {
-        // kube's `is_conflict` is false for reason AlreadyExists, the API server's answer.
-        matches!(self, Self::Create(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict())
-    }
-}
-
 impl Classify for Error {
     fn retry(&self) -> Retry {
         Retry::Backoff
@@ -65,7 +56,6 @@ impl Classify for Error {
 
     fn label(&self) -> &'static str {
         match self {
-            _ if self.is_conflict() => "conflict",
             Self::Get(_) => "get",
             Self::Create(_) => "create",
             Self::ClusterVersion(_) => "cluster_version",
@@ -196,13 +186,8 @@ async fn reconcile_loop(ctx: &Context, mut notices: mpsc::Receiver<()>) {
                 delay = ctx.settings.resync;
             }
             Err(err) => {
-                delay = if err.is_conflict() {
-                    tracing::debug!(error = %error_chain(&err), "ClusterOperator write conflicted; retrying");
-                    Duration::from_millis(200)
-                } else {
-                    tracing::warn!(error = %error_chain(&err), "reconcile failed");
-                    ctx.backoff.next_delay(KEY)
-                };
+                delay = kit::controller::retry_delay(&ctx.backoff, "ClusterOperator", KEY, &err)
+                    .unwrap_or(ctx.settings.resync);
             }
         }
     }
@@ -228,6 +213,13 @@ async fn reconcile(ctx: &Context) -> Result<Outcome, Error> {
                     tracing::info!("created ClusterOperator {AGGREGATED_CLUSTER_OPERATOR}");
                     created
                 }
+                // Another writer created it between our read and our create (kube's
+                // `is_conflict` is false for AlreadyExists, the API server's answer): go on
+                // with theirs.
+                Err(kube::Error::Api(status)) if status.is_already_exists() => api
+                    .get(AGGREGATED_CLUSTER_OPERATOR)
+                    .await
+                    .map_err(Error::Get)?,
                 Err(err) if is_not_found(&err) => return Ok(Outcome::ApiMissing),
                 Err(err) => return Err(Error::Create(err)),
             }
@@ -432,15 +424,20 @@ mod tests {
         }
 
         #[tokio::test]
-        async fn a_create_that_lost_a_race_is_a_conflict_retried_soon() {
+        async fn a_create_that_lost_a_race_goes_on_with_the_winners_object() {
+            let new = ClusterOperator::new(AGGREGATED_CLUSTER_OPERATOR, ClusterOperatorSpec {});
             let (client, server) = mock_api::serve([
                 Exchange::get(OPERATOR).not_found(),
                 created().already_exists(),
+                Exchange::get(OPERATOR).reply(&new),
+                Exchange::get(VERSION).not_found(),
+                Exchange::patch(&format!(
+                    "{OPERATOR}/status?force=true&fieldManager=platform-operators"
+                ))
+                .reply(&new),
             ]);
             let ctx = Context::for_tests(client);
-            let err = server.run(reconcile(&ctx)).await.unwrap_err();
-            assert!(err.is_conflict(), "{err:?}");
-            assert_eq!(err.label(), "conflict");
+            assert_eq!(server.run(reconcile(&ctx)).await.unwrap(), Outcome::Written);
         }
 
         #[tokio::test]
