@@ -2,6 +2,7 @@
 //! its ActiveResolution and BundleDeployments, and what the aggregated ClusterOperator
 //! says, given every PlatformOperator. No cluster access; unit-tested with tables.
 
+use kit::conditions::Desired;
 use std::collections::BTreeSet;
 
 use deppy_api::ActiveResolution;
@@ -382,23 +383,10 @@ pub fn progressing(observed: &Observed<'_>, installed: &Installed) -> Progressin
     }
 }
 
-/// A PlatformOperator condition without its timestamps.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OperatorCondition {
-    /// Condition type.
-    pub type_: &'static str,
-    /// `True` or `False`.
-    pub status: &'static str,
-    /// CamelCase reason.
-    pub reason: String,
-    /// Human-readable detail.
-    pub message: String,
-}
-
 impl Installed {
     /// As a condition.
-    pub fn condition(&self) -> OperatorCondition {
-        OperatorCondition {
+    pub fn condition(&self) -> Desired {
+        Desired {
             type_: platform_api::conditions::TYPE_INSTALLED,
             status: self.status(),
             reason: self.reason.clone(),
@@ -409,8 +397,8 @@ impl Installed {
 
 impl Progressing {
     /// As a condition.
-    pub fn condition(&self) -> OperatorCondition {
-        OperatorCondition {
+    pub fn condition(&self) -> Desired {
+        Desired {
             type_: platform_api::conditions::TYPE_PROGRESSING,
             status: self.status(),
             reason: self.reason.to_owned(),
@@ -427,7 +415,7 @@ impl Progressing {
 pub fn deprecation_conditions(
     resolution: Option<&ActiveResolution>,
     package: &str,
-) -> [OperatorCondition; 4] {
+) -> [Desired; 4] {
     use platform_api::conditions::{
         TYPE_BUNDLE_DEPRECATED, TYPE_CHANNEL_DEPRECATED, TYPE_DEPRECATED, TYPE_PACKAGE_DEPRECATED,
         deprecation,
@@ -442,13 +430,13 @@ pub fn deprecation_conditions(
             .find(|selection| selection.package == package)
     });
     let condition = |type_, message: Option<&String>, what: String| match message {
-        Some(message) => OperatorCondition {
+        Some(message) => Desired {
             type_,
             status: status::TRUE,
             reason: deprecation::DEPRECATED.to_owned(),
             message: message.clone(),
         },
-        None => OperatorCondition {
+        None => Desired {
             type_,
             status: status::FALSE,
             reason: deprecation::NOT_DEPRECATED.to_owned(),

@@ -29,7 +29,9 @@ use rukpak_api::BundleDeployment;
 use tokio_util::sync::CancellationToken;
 
 use kit::admin::Readiness;
-use kit::conditions::{ConditionUpdate, set_condition, status};
+#[cfg(test)]
+use kit::conditions::{ConditionUpdate, set_condition};
+use kit::conditions::{Desired, status};
 use kit::controller::News;
 use kit::kube_error::KubeCallError;
 use kit::metrics::ReconcileMetrics;
@@ -766,14 +768,9 @@ fn next_status(
         }
         Outcome::Blocked { reason, message } => (status::FALSE, *reason, message.clone()),
     };
-    set_condition(
+    kit::conditions::set_all(
         &mut next.conditions,
-        ConditionUpdate {
-            type_: TYPE_ACTIVATED,
-            status: value,
-            reason,
-            message: &message,
-        },
+        [Desired::new(TYPE_ACTIVATED, value, reason, message)],
         generation,
         &kit::conditions::now(),
     );

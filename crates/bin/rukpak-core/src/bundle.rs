@@ -22,7 +22,7 @@ use rukpak_api::{Bundle, BundlePhase, BundleStatus, ContentRef};
 use tokio_util::sync::CancellationToken;
 
 use content::store::Store as ContentStore;
-use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::conditions::{Desired, status};
 use kit::controller::News;
 use kit::metrics::ReconcileMetrics;
 use kit::retry::{Backoff, Classify, Retry};
@@ -487,20 +487,15 @@ fn status_after(
 fn with_unpacked(
     status: &mut BundleStatus,
     phase: BundlePhase,
-    status_: &str,
+    status_: &'static str,
     reason: &str,
     message: &str,
     now: &Time,
 ) {
     status.phase = Some(phase);
-    set_condition(
+    kit::conditions::set_all(
         &mut status.conditions,
-        ConditionUpdate {
-            type_: TYPE_UNPACKED,
-            status: status_,
-            reason,
-            message,
-        },
+        [Desired::new(TYPE_UNPACKED, status_, reason, message)],
         status.observed_generation,
         now,
     );

@@ -71,6 +71,63 @@ pub fn set_condition(
     }
 }
 
+/// A condition as a pure status function decides it: type, status, reason and message,
+/// without timestamps or generation. Every controller builds its conditions as values of
+/// this type and sets them with [`set_all`], which keeps the rules above.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desired {
+    /// Condition type, e.g. `Installed`.
+    pub type_: &'static str,
+    /// `True`, `False` or `Unknown` (see [`status`]).
+    pub status: &'static str,
+    /// CamelCase reason, e.g. `InstallationSucceeded`.
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl Desired {
+    /// The condition `type_` with `status`, `reason` and `message`.
+    pub fn new(
+        type_: &'static str,
+        status: &'static str,
+        reason: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            type_,
+            status,
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Sets each of `desired` in `conditions` (see [`set_condition`]); returns whether
+/// anything changed.
+pub fn set_all(
+    conditions: &mut Vec<Condition>,
+    desired: impl IntoIterator<Item = Desired>,
+    observed_generation: Option<i64>,
+    now: &Time,
+) -> bool {
+    let mut changed = false;
+    for condition in desired {
+        changed |= set_condition(
+            conditions,
+            ConditionUpdate {
+                type_: condition.type_,
+                status: condition.status,
+                reason: &condition.reason,
+                message: &condition.message,
+            },
+            observed_generation,
+            now,
+        );
+    }
+    changed
+}
+
 /// Finds the condition of type `type_`.
 pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conditions.iter().find(|c| c.type_ == type_)

@@ -5,7 +5,7 @@
 //! `activeBundle` or the inventory: they still describe what is on the cluster.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::conditions::{Desired, status};
 use rukpak_api::conditions::{
     TYPE_HAS_VALID_BUNDLE, TYPE_HEALTHY, TYPE_INSTALLED, TYPE_PROGRESSING,
     reasons::{
@@ -109,7 +109,9 @@ pub enum Outcome {
     Paused,
 }
 
-/// The status after `outcome`, starting from `current`.
+/// The status after `outcome`, starting from `current`: each condition from its own
+/// function of the outcome (one that does not speak about a condition leaves it as it
+/// was), and what is on the cluster once an apply got that far.
 pub fn next_status(
     current: &BundleDeploymentStatus,
     outcome: &Outcome,
@@ -118,330 +120,356 @@ pub fn next_status(
 ) -> BundleDeploymentStatus {
     let mut next = current.clone();
     next.observed_generation = generation;
-    let mut set = |type_: &str, status_: &str, reason: &str, message: &str| {
-        set_condition(
-            &mut next.conditions,
-            ConditionUpdate {
-                type_,
-                status: status_,
-                reason,
-                message,
-            },
-            generation,
-            now,
-        );
-    };
+    let conditions = [
+        has_valid_bundle(outcome),
+        installed(current, outcome),
+        healthy(current, outcome),
+        progressing(outcome),
+    ];
+    kit::conditions::set_all(
+        &mut next.conditions,
+        conditions.into_iter().flatten(),
+        generation,
+        now,
+    );
     match outcome {
-        Outcome::BundleMissing { bundle } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::FALSE,
-                UNPACK_PENDING,
-                &format!("Waiting for the {bundle} Bundle to be created"),
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::TRUE,
-                UNPACKING,
-                &format!("Waiting for the {bundle} Bundle to be created and unpacked"),
-            );
-        }
-        Outcome::BundleNotUnpacked {
-            bundle,
-            failed: false,
-            message,
-        } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::FALSE,
-                UNPACK_PENDING,
-                &format!("Waiting for the {bundle} Bundle to be unpacked: {message}"),
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::TRUE,
-                UNPACKING,
-                &format!("Waiting for the {bundle} Bundle to be unpacked"),
-            );
-        }
-        Outcome::BundleNotUnpacked {
-            bundle,
-            failed: true,
-            message,
-        } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::FALSE,
-                UNPACK_FAILED,
-                &format!("Failed to unpack the {bundle} Bundle: {message}"),
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::FALSE,
-                STALLED,
-                &format!("Stopped: the {bundle} Bundle failed to unpack (see HasValidBundle)"),
-            );
-        }
-        Outcome::LoadFailed { bundle, message } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::FALSE,
-                BUNDLE_LOAD_FAILED,
-                &format!("Failed to load the {bundle} Bundle: {message}"),
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::FALSE,
-                STALLED,
-                &format!("Stopped: the {bundle} Bundle failed to load (see HasValidBundle)"),
-            );
-        }
-        Outcome::Applying { bundle, step } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::TRUE,
-                UNPACK_SUCCESSFUL,
-                &format!("Successfully unpacked the {bundle} Bundle"),
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::TRUE,
-                APPLYING,
-                &format!("Applying the {bundle} Bundle: {step}"),
-            );
-        }
-        Outcome::ApplyFailed { bundle, message } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::TRUE,
-                UNPACK_SUCCESSFUL,
-                &format!("Successfully unpacked the {bundle} Bundle"),
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::FALSE,
-                STALLED,
-                &format!(
-                    "Stopped: applying the {bundle} Bundle failed and is retried with backoff (see Installed)"
-                ),
-            );
-            let upgrading = current
-                .active_bundle
-                .as_deref()
-                .is_some_and(|active| active != bundle);
-            if upgrading {
-                // The previous objects still run; their health is still what we last saw.
-                set(
-                    TYPE_INSTALLED,
-                    status::FALSE,
-                    UPGRADE_FAILED,
-                    &format!(
-                        "Failed to upgrade to the {bundle} Bundle; the previous objects are unchanged: {message}"
-                    ),
-                );
-            } else {
-                set(
-                    TYPE_INSTALLED,
-                    status::FALSE,
-                    INSTALL_FAILED,
-                    &format!("Failed to install the {bundle} Bundle: {message}"),
-                );
-                set(
-                    TYPE_HEALTHY,
-                    status::FALSE,
-                    INSTALLATION_STATUS_FALSE,
-                    "Health is not evaluated: installation failed",
-                );
-            }
-        }
         Outcome::Installed {
             bundle,
             inventory,
-            healthy,
-            health_message,
-            warnings,
-            kept,
             skipped,
             adjustments,
+            ..
         } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::TRUE,
-                UNPACK_SUCCESSFUL,
-                &format!("Successfully unpacked the {bundle} Bundle"),
-            );
-            let mut message = format!("Instantiated bundle {bundle} successfully");
-            if !kept.is_empty() {
-                message.push_str("; not pruned: ");
-                message.push_str(&kept.join("; "));
-            }
-            if !skipped.is_empty() {
-                message.push_str(&format!(
-                    "; optional object{} skipped because the cluster does not serve {}: {} (applied once a CRD of {} appears)",
-                    if skipped.len() == 1 { "" } else { "s" },
-                    if skipped.len() == 1 { "its kind" } else { "their kinds" },
-                    skipped
-                        .iter()
-                        .map(|e| apply_engine::object::ObjectKey::from(e).to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if skipped.len() == 1 { "its group" } else { "their groups" },
-                ));
-            }
-            if !adjustments.is_empty() {
-                message.push_str(&format!(
-                    "; adjusted to install safely ({}, see status.adjustments)",
-                    if adjustments.len() == 1 {
-                        "1 change".to_owned()
-                    } else {
-                        format!("{} changes", adjustments.len())
-                    }
-                ));
-            }
-            if !warnings.is_empty() {
-                message.push_str("; the API server warned: ");
-                message.push_str(&warnings.join("; "));
-            }
-            set(
-                TYPE_INSTALLED,
-                status::TRUE,
-                INSTALLATION_SUCCEEDED,
-                &message,
-            );
-            if *healthy {
-                set(
-                    TYPE_HEALTHY,
-                    status::TRUE,
-                    HEALTHY,
-                    "BundleDeployment is healthy",
-                );
-                set(
-                    TYPE_PROGRESSING,
-                    status::FALSE,
-                    SETTLED,
-                    &format!("The {bundle} Bundle is installed and healthy"),
-                );
-            } else {
-                set(TYPE_HEALTHY, status::FALSE, UNHEALTHY, health_message);
-                set(
-                    TYPE_PROGRESSING,
-                    status::TRUE,
-                    WAITING_FOR_HEALTH,
-                    &format!(
-                        "Applied every object of the {bundle} Bundle; waiting for them to become healthy (see Healthy)"
-                    ),
-                );
-            }
             next.active_bundle = Some(bundle.clone());
             next.inventory = inventory.clone();
             next.skipped = skipped.clone();
             next.adjustments = adjustments.clone();
         }
         Outcome::Waiting {
-            bundle,
-            message,
-            failed,
             inventory,
             skipped,
             adjustments,
+            ..
         } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::TRUE,
-                UNPACK_SUCCESSFUL,
-                &format!("Successfully unpacked the {bundle} Bundle"),
-            );
-            let upgrading = current
-                .active_bundle
-                .as_deref()
-                .is_some_and(|a| a != bundle);
-            if *failed {
-                set(
-                    TYPE_PROGRESSING,
-                    status::FALSE,
-                    STALLED,
-                    &format!("Stopped: a probe of the {bundle} Bundle failed (see Installed)"),
-                );
-                let (reason, what) = if upgrading {
-                    (UPGRADE_FAILED, "upgrade to")
-                } else {
-                    (INSTALL_FAILED, "install")
-                };
-                set(
-                    TYPE_INSTALLED,
-                    status::FALSE,
-                    reason,
-                    &format!("Failed to {what} the {bundle} Bundle: {message}"),
-                );
-            } else {
-                set(
-                    TYPE_PROGRESSING,
-                    status::TRUE,
-                    WAITING_FOR_PROBES,
-                    &format!("Applying the {bundle} Bundle: {message}"),
-                );
-                if current.active_bundle.is_none() {
-                    set(
-                        TYPE_INSTALLED,
-                        status::FALSE,
-                        WAITING_FOR_PROBES,
-                        &format!("Installing the {bundle} Bundle: {message}"),
-                    );
-                }
-            }
             next.inventory = inventory.clone();
             next.skipped = skipped.clone();
             next.adjustments = adjustments.clone();
         }
-        Outcome::AwaitingApproval { bundle, digest } => {
-            set(
-                TYPE_HAS_VALID_BUNDLE,
-                status::TRUE,
-                UNPACK_SUCCESSFUL,
-                &format!("Successfully unpacked the {bundle} Bundle"),
-            );
-            set(
-                TYPE_INSTALLED,
-                status::FALSE,
-                AWAITING_APPROVAL,
-                &format!(
-                    "Nothing is installed until the {bundle} Bundle ({digest}) is approved: review status.pendingRevision, then set spec.approvedRevision to {digest}"
-                ),
-            );
-        }
-        Outcome::InvalidHealthChecks { message } => {
-            set(
-                TYPE_INSTALLED,
-                status::FALSE,
-                INVALID_HEALTH_CHECK,
-                &format!("Nothing was applied: {message}"),
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::FALSE,
-                STALLED,
-                "Stopped: spec.healthChecks must be fixed (see Installed)",
-            );
-        }
-        Outcome::Paused => {
-            let previous = kit::conditions::find(&current.conditions, TYPE_INSTALLED)
-                .map(|c| c.status.clone())
-                .unwrap_or_else(|| status::UNKNOWN.to_owned());
-            set(
-                TYPE_INSTALLED,
-                &previous,
-                PAUSED,
-                "spec.paused is true: nothing is applied, pruned or corrected",
-            );
-            set(
-                TYPE_PROGRESSING,
-                status::FALSE,
-                PAUSED,
-                "spec.paused is true",
-            );
-        }
+        _ => {}
     }
     next
+}
+
+/// `HasValidBundle`: whether the Bundle to apply is there and readable. Pure.
+fn has_valid_bundle(outcome: &Outcome) -> Option<Desired> {
+    let condition = |status_, reason, message| {
+        Some(Desired::new(
+            TYPE_HAS_VALID_BUNDLE,
+            status_,
+            reason,
+            message,
+        ))
+    };
+    match outcome {
+        Outcome::BundleMissing { bundle } => condition(
+            status::FALSE,
+            UNPACK_PENDING,
+            format!("Waiting for the {bundle} Bundle to be created"),
+        ),
+        Outcome::BundleNotUnpacked {
+            bundle,
+            failed: false,
+            message,
+        } => condition(
+            status::FALSE,
+            UNPACK_PENDING,
+            format!("Waiting for the {bundle} Bundle to be unpacked: {message}"),
+        ),
+        Outcome::BundleNotUnpacked {
+            bundle,
+            failed: true,
+            message,
+        } => condition(
+            status::FALSE,
+            UNPACK_FAILED,
+            format!("Failed to unpack the {bundle} Bundle: {message}"),
+        ),
+        Outcome::LoadFailed { bundle, message } => condition(
+            status::FALSE,
+            BUNDLE_LOAD_FAILED,
+            format!("Failed to load the {bundle} Bundle: {message}"),
+        ),
+        Outcome::Applying { bundle, .. }
+        | Outcome::ApplyFailed { bundle, .. }
+        | Outcome::Installed { bundle, .. }
+        | Outcome::Waiting { bundle, .. }
+        | Outcome::AwaitingApproval { bundle, .. } => condition(
+            status::TRUE,
+            UNPACK_SUCCESSFUL,
+            format!("Successfully unpacked the {bundle} Bundle"),
+        ),
+        Outcome::InvalidHealthChecks { .. } | Outcome::Paused => None,
+    }
+}
+
+/// `Installed`: what runs, or why the Bundle could not be installed or upgraded to. Pure.
+fn installed(current: &BundleDeploymentStatus, outcome: &Outcome) -> Option<Desired> {
+    let condition =
+        |status_, reason, message| Some(Desired::new(TYPE_INSTALLED, status_, reason, message));
+    // During a pivot the previous Bundle's objects still run.
+    let upgrading = |bundle: &str| {
+        current
+            .active_bundle
+            .as_deref()
+            .is_some_and(|active| active != bundle)
+    };
+    match outcome {
+        Outcome::ApplyFailed { bundle, message } if upgrading(bundle) => condition(
+            status::FALSE,
+            UPGRADE_FAILED,
+            format!(
+                "Failed to upgrade to the {bundle} Bundle; the previous objects are unchanged: {message}"
+            ),
+        ),
+        Outcome::ApplyFailed { bundle, message } => condition(
+            status::FALSE,
+            INSTALL_FAILED,
+            format!("Failed to install the {bundle} Bundle: {message}"),
+        ),
+        Outcome::Installed { .. } => condition(
+            status::TRUE,
+            INSTALLATION_SUCCEEDED,
+            installed_message(outcome),
+        ),
+        Outcome::Waiting {
+            bundle,
+            message,
+            failed: true,
+            ..
+        } => {
+            let (reason, what) = if upgrading(bundle) {
+                (UPGRADE_FAILED, "upgrade to")
+            } else {
+                (INSTALL_FAILED, "install")
+            };
+            condition(
+                status::FALSE,
+                reason,
+                format!("Failed to {what} the {bundle} Bundle: {message}"),
+            )
+        }
+        Outcome::Waiting {
+            bundle, message, ..
+        } if current.active_bundle.is_none() => condition(
+            status::FALSE,
+            WAITING_FOR_PROBES,
+            format!("Installing the {bundle} Bundle: {message}"),
+        ),
+        Outcome::AwaitingApproval { bundle, digest } => condition(
+            status::FALSE,
+            AWAITING_APPROVAL,
+            format!(
+                "Nothing is installed until the {bundle} Bundle ({digest}) is approved: review status.pendingRevision, then set spec.approvedRevision to {digest}"
+            ),
+        ),
+        Outcome::InvalidHealthChecks { message } => condition(
+            status::FALSE,
+            INVALID_HEALTH_CHECK,
+            format!("Nothing was applied: {message}"),
+        ),
+        // Paused: whatever was installed still is; only the reason says why nothing moves.
+        Outcome::Paused => {
+            let previous = kit::conditions::find(&current.conditions, TYPE_INSTALLED).map_or(
+                status::UNKNOWN,
+                |c| match c.status.as_str() {
+                    status::TRUE => status::TRUE,
+                    status::FALSE => status::FALSE,
+                    _ => status::UNKNOWN,
+                },
+            );
+            condition(
+                previous,
+                PAUSED,
+                "spec.paused is true: nothing is applied, pruned or corrected".to_owned(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// The `Installed` message of a successful apply: what was kept, skipped, adjusted, and
+/// the API server's warnings. Pure.
+fn installed_message(outcome: &Outcome) -> String {
+    let Outcome::Installed {
+        bundle,
+        warnings,
+        kept,
+        skipped,
+        adjustments,
+        ..
+    } = outcome
+    else {
+        return String::new();
+    };
+    let mut message = format!("Instantiated bundle {bundle} successfully");
+    if !kept.is_empty() {
+        message.push_str("; not pruned: ");
+        message.push_str(&kept.join("; "));
+    }
+    if !skipped.is_empty() {
+        let one = skipped.len() == 1;
+        message.push_str(&format!(
+            "; optional object{} skipped because the cluster does not serve {}: {} (applied once a CRD of {} appears)",
+            if one { "" } else { "s" },
+            if one { "its kind" } else { "their kinds" },
+            skipped
+                .iter()
+                .map(|e| apply_engine::object::ObjectKey::from(e).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if one { "its group" } else { "their groups" },
+        ));
+    }
+    if !adjustments.is_empty() {
+        message.push_str(&format!(
+            "; adjusted to install safely ({}, see status.adjustments)",
+            if adjustments.len() == 1 {
+                "1 change".to_owned()
+            } else {
+                format!("{} changes", adjustments.len())
+            }
+        ));
+    }
+    if !warnings.is_empty() {
+        message.push_str("; the API server warned: ");
+        message.push_str(&warnings.join("; "));
+    }
+    message
+}
+
+/// `Healthy`: the health of what was applied. A failed first install has nothing to be
+/// healthy; a failed upgrade leaves the previous objects' health as it was. Pure.
+fn healthy(current: &BundleDeploymentStatus, outcome: &Outcome) -> Option<Desired> {
+    match outcome {
+        Outcome::ApplyFailed { bundle, .. }
+            if current
+                .active_bundle
+                .as_deref()
+                .is_none_or(|active| active == bundle) =>
+        {
+            Some(Desired::new(
+                TYPE_HEALTHY,
+                status::FALSE,
+                INSTALLATION_STATUS_FALSE,
+                "Health is not evaluated: installation failed",
+            ))
+        }
+        Outcome::Installed { healthy: true, .. } => Some(Desired::new(
+            TYPE_HEALTHY,
+            status::TRUE,
+            HEALTHY,
+            "BundleDeployment is healthy",
+        )),
+        Outcome::Installed {
+            healthy: false,
+            health_message,
+            ..
+        } => Some(Desired::new(
+            TYPE_HEALTHY,
+            status::FALSE,
+            UNHEALTHY,
+            health_message.clone(),
+        )),
+        _ => None,
+    }
+}
+
+/// `Progressing`: what the provisioner is doing about the BundleDeployment now, or why it
+/// stopped. Pure.
+fn progressing(outcome: &Outcome) -> Option<Desired> {
+    let condition =
+        |status_, reason, message| Some(Desired::new(TYPE_PROGRESSING, status_, reason, message));
+    match outcome {
+        Outcome::BundleMissing { bundle } => condition(
+            status::TRUE,
+            UNPACKING,
+            format!("Waiting for the {bundle} Bundle to be created and unpacked"),
+        ),
+        Outcome::BundleNotUnpacked {
+            bundle,
+            failed: false,
+            ..
+        } => condition(
+            status::TRUE,
+            UNPACKING,
+            format!("Waiting for the {bundle} Bundle to be unpacked"),
+        ),
+        Outcome::BundleNotUnpacked {
+            bundle,
+            failed: true,
+            ..
+        } => condition(
+            status::FALSE,
+            STALLED,
+            format!("Stopped: the {bundle} Bundle failed to unpack (see HasValidBundle)"),
+        ),
+        Outcome::LoadFailed { bundle, .. } => condition(
+            status::FALSE,
+            STALLED,
+            format!("Stopped: the {bundle} Bundle failed to load (see HasValidBundle)"),
+        ),
+        Outcome::Applying { bundle, step } => condition(
+            status::TRUE,
+            APPLYING,
+            format!("Applying the {bundle} Bundle: {step}"),
+        ),
+        Outcome::ApplyFailed { bundle, .. } => condition(
+            status::FALSE,
+            STALLED,
+            format!(
+                "Stopped: applying the {bundle} Bundle failed and is retried with backoff (see Installed)"
+            ),
+        ),
+        Outcome::Installed {
+            bundle,
+            healthy: true,
+            ..
+        } => condition(
+            status::FALSE,
+            SETTLED,
+            format!("The {bundle} Bundle is installed and healthy"),
+        ),
+        Outcome::Installed { bundle, .. } => condition(
+            status::TRUE,
+            WAITING_FOR_HEALTH,
+            format!(
+                "Applied every object of the {bundle} Bundle; waiting for them to become healthy (see Healthy)"
+            ),
+        ),
+        Outcome::Waiting {
+            bundle,
+            failed: true,
+            ..
+        } => condition(
+            status::FALSE,
+            STALLED,
+            format!("Stopped: a probe of the {bundle} Bundle failed (see Installed)"),
+        ),
+        Outcome::Waiting {
+            bundle, message, ..
+        } => condition(
+            status::TRUE,
+            WAITING_FOR_PROBES,
+            format!("Applying the {bundle} Bundle: {message}"),
+        ),
+        Outcome::InvalidHealthChecks { .. } => condition(
+            status::FALSE,
+            STALLED,
+            "Stopped: spec.healthChecks must be fixed (see Installed)".to_owned(),
+        ),
+        Outcome::Paused => condition(status::FALSE, PAUSED, "spec.paused is true".to_owned()),
+        Outcome::AwaitingApproval { .. } => None,
+    }
 }
 
 /// What a reconcile decided and saw about revisions (see [`crate::revisions`]).
@@ -486,19 +514,7 @@ pub fn with_revisions(
     let installed_now = kit::conditions::find(&next.conditions, TYPE_INSTALLED)
         .is_some_and(|c| c.status == status::TRUE);
     let records = next.revisions.clone();
-    let mut set = |type_: &str, status_: &str, reason: &str, message: &str| {
-        set_condition(
-            &mut next.conditions,
-            ConditionUpdate {
-                type_,
-                status: status_,
-                reason,
-                message,
-            },
-            generation,
-            now,
-        );
-    };
+    let mut conditions = Vec::new();
     if let Some(message) = failure
         .as_deref()
         .filter(|m| revisions::is_deadline_failure(m))
@@ -507,11 +523,11 @@ pub fn with_revisions(
         }) = &step.applied
     {
         let rolling_back = spec.rollback_on_failure == Some(true);
-        set(
+        conditions.push(Desired::new(
             TYPE_INSTALLED,
             status::FALSE,
             PROGRESS_DEADLINE_EXCEEDED,
-            &format!(
+            format!(
                 "Revision {revision} (the {bundle} Bundle) {message}{}",
                 if rolling_back {
                     "; rolling back to the last healthy revision"
@@ -519,13 +535,13 @@ pub fn with_revisions(
                     ""
                 }
             ),
-        );
-        set(
+        ));
+        conditions.push(Desired::new(
             TYPE_PROGRESSING,
             status::FALSE,
             PROGRESS_DEADLINE_EXCEEDED,
-            &format!("Stopped: revision {revision} missed its progress deadline (see Installed)"),
-        );
+            format!("Stopped: revision {revision} missed its progress deadline (see Installed)"),
+        ));
     }
     match &step.target {
         Target::RollBack { failed, to } => {
@@ -543,24 +559,30 @@ pub fn with_revisions(
                     number(to),
                     number(failed)
                 );
-                set(TYPE_INSTALLED, status::TRUE, ROLLED_BACK, &message);
+                conditions.push(Desired::new(
+                    TYPE_INSTALLED,
+                    status::TRUE,
+                    ROLLED_BACK,
+                    message,
+                ));
             }
         }
         Target::AwaitApproval {
             pending, digest, ..
         } => {
             let summary = step.pending.as_ref().map(summarize).unwrap_or_default();
-            set(
+            conditions.push(Desired::new(
                 TYPE_PROGRESSING,
                 status::FALSE,
                 AWAITING_APPROVAL,
-                &format!(
+                format!(
                     "The {pending} Bundle ({digest}) waits for approval{summary}: review status.pendingRevision (or run `rukpak-core plan`), then set spec.approvedRevision to {digest}"
                 ),
-            );
+            ));
         }
         Target::Current { .. } => {}
     }
+    kit::conditions::set_all(&mut next.conditions, conditions, generation, now);
     failure
 }
 

@@ -17,7 +17,9 @@ use kube::runtime::controller::{Action, Controller};
 use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use kit::conditions::{ConditionUpdate, set_condition, status};
+#[cfg(test)]
+use kit::conditions::{ConditionUpdate, set_condition};
+use kit::conditions::{Desired, status};
 use kit::kube_error::KubeCallError;
 use kit::retry::{Classify, Retry};
 
@@ -142,14 +144,9 @@ async fn reconcile_resolution(
         }
         Outcome::Failed { reason, message } => (status::FALSE, reason, message),
     };
-    set_condition(
+    kit::conditions::set_all(
         &mut next.conditions,
-        ConditionUpdate {
-            type_: TYPE_RESOLVED,
-            status: value,
-            reason,
-            message: &message,
-        },
+        [Desired::new(TYPE_RESOLVED, value, reason, message)],
         generation,
         &kit::conditions::now(),
     );

@@ -22,7 +22,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use kit::conditions::{ConditionUpdate, set_condition, status};
+use kit::conditions::{Desired, status};
 use kit::kube_error::KubeCallError;
 use kit::retry::{Classify, Retry};
 
@@ -226,10 +226,13 @@ fn status_after(
 ) -> CatalogStatus {
     let mut next = current.clone();
     next.observed_generation = generation;
-    let set =
-        |status: &mut CatalogStatus, type_: &str, value: &str, reason: &str, message: &str| {
-            set(status, type_, value, reason, message, generation, now);
-        };
+    let set = |status: &mut CatalogStatus,
+               type_: &'static str,
+               value: &'static str,
+               reason: &str,
+               message: &str| {
+        set(status, type_, value, reason, message, generation, now);
+    };
     match outcome {
         Outcome::Unchanged(index) => set_serving(&mut next, index, generation, now),
         Outcome::Served {
@@ -482,21 +485,16 @@ async fn parse(ctx: &Context, content: &content::Content) -> Result<Parsed, Stri
 /// Sets a condition; a shorthand that keeps the call sites on one line each.
 fn set(
     status: &mut CatalogStatus,
-    type_: &str,
-    value: &str,
+    type_: &'static str,
+    value: &'static str,
     reason: &str,
     message: &str,
     generation: Option<i64>,
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) {
-    set_condition(
+    kit::conditions::set_all(
         &mut status.conditions,
-        ConditionUpdate {
-            type_,
-            status: value,
-            reason,
-            message,
-        },
+        [Desired::new(type_, value, reason, message)],
         generation,
         now,
     );

@@ -23,7 +23,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kit::conditions::{ConditionUpdate, set_condition};
 use kit::controller::News;
 use kit::retry::{Classify, Retry};
 use platform_api::conditions::{TYPE_DEPRECATED, TYPE_INSTALLED, TYPE_PROGRESSING, reasons};
@@ -35,8 +34,9 @@ use rukpak_api::BundleDeployment;
 use super::{Caches, Context, MANAGER, error_chain};
 use crate::names;
 use crate::ownership::{self, Ownership};
-use crate::status::{self, Installed, Observed, OperatorCondition};
+use crate::status::{self, Installed, Observed};
 use crate::upgrade;
+use kit::conditions::Desired;
 
 /// The activator class of the ActiveResolutions this controller creates.
 pub const ACTIVATOR_CLASS: &str = "PlatformOperator";
@@ -443,7 +443,7 @@ fn observe(operator: &PlatformOperator, observed: &Observed<'_>, ctx: &Context) 
 async fn write_status(
     operator: &PlatformOperator,
     installed: &Installed,
-    conditions: &[OperatorCondition],
+    conditions: &[Desired],
     bundles: &[InstalledBundle],
     ctx: &Context,
 ) -> Result<(), Error> {
@@ -453,19 +453,12 @@ async fn write_status(
     let mut next = current.clone();
     next.observed_generation = generation;
     let now = kit::conditions::now();
-    for condition in conditions {
-        set_condition(
-            &mut next.conditions,
-            ConditionUpdate {
-                type_: condition.type_,
-                status: condition.status,
-                reason: &condition.reason,
-                message: &condition.message,
-            },
-            generation,
-            &now,
-        );
-    }
+    kit::conditions::set_all(
+        &mut next.conditions,
+        conditions.iter().cloned(),
+        generation,
+        &now,
+    );
     next.installed_bundles = bundles.to_vec();
     next.active_bundle_deployment = active_bundle_deployment(operator, installed, ctx);
     if next == current {

@@ -931,7 +931,7 @@ fn packages_of_a_resolution_come_from_entities_else_selections() {
 
 #[test]
 fn deprecation_conditions_follow_the_notices_of_the_operators_own_selection() {
-    fn summary(conditions: &[OperatorCondition; 4]) -> Vec<(&str, &str, &str)> {
+    fn summary(conditions: &[Desired; 4]) -> Vec<(&str, &str, &str)> {
         conditions
             .iter()
             .map(|c| (c.type_, c.status, c.reason.as_str()))
