@@ -30,29 +30,13 @@ pub(crate) struct RunArgs {
     #[arg(long, env = "POLL_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
     poll_interval: Duration,
 
-    /// How often content no Catalog references is swept from the content store: a pass
-    /// marks it, a later pass deletes what is still unreferenced (e.g. `10m`).
-    #[arg(long, env = "CONTENT_SWEEP_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
-    content_sweep_interval: Duration,
+    #[command(flatten)]
+    source: content::cli::SourceArgs,
 
     /// Only handle Catalogs and ActiveResolutions matching this label selector (for
     /// sharding, or several instances on one cluster).
     #[arg(long, env = "WATCH_SELECTOR")]
     watch_selector: Option<String>,
-
-    /// A registry (`host[:port]`) to reach over plain HTTP when it does not speak TLS
-    /// (loopback registries always are); repeat or comma-separate for several.
-    #[arg(
-        long = "plain-http-registry",
-        env = "PLAIN_HTTP_REGISTRIES",
-        value_delimiter = ','
-    )]
-    plain_http_registries: Vec<String>,
-
-    /// Networks (comma-separated CIDRs) catalog images may not be fetched from: checked
-    /// before connecting. `none` denies nothing.
-    #[arg(long, env = "DENIED_NETWORKS", default_value = content::source::DEFAULT_DENIED_NETWORKS)]
-    denied_networks: content::source::DeniedNetworks,
 }
 
 impl RunArgs {
@@ -70,13 +54,9 @@ impl RunArgs {
         let settings = Settings {
             system_namespace: self.system_namespace.clone(),
             default_poll_interval: self.poll_interval,
-            unpack: content::UnpackOptions {
-                plain_http_registries: self.plain_http_registries.clone(),
-                denied_networks: self.denied_networks.clone(),
-                ..content::UnpackOptions::default()
-            },
+            unpack: self.source.unpack_options(),
             selector: self.watch_selector.clone(),
-            content_sweep_interval: self.content_sweep_interval,
+            content_sweep_interval: self.source.content_sweep_interval,
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(

@@ -56,22 +56,8 @@ enum Command {
         /// of the largest bundle.
         #[arg(long, env = "WORK_DIR")]
         work_dir: Option<PathBuf>,
-        /// A registry (`host[:port]`) to reach over plain HTTP when it does not speak TLS
-        /// (loopback registries always are); repeat or comma-separate for several.
-        #[arg(
-            long = "plain-http-registry",
-            env = "PLAIN_HTTP_REGISTRIES",
-            value_delimiter = ','
-        )]
-        plain_http_registries: Vec<String>,
-        /// Networks (comma-separated CIDRs) no source may connect to: checked before
-        /// connecting, for redirects and for what names resolve to. `none` denies nothing.
-        #[arg(long, env = "DENIED_NETWORKS", default_value = content::source::DEFAULT_DENIED_NETWORKS)]
-        denied_networks: content::source::DeniedNetworks,
-        /// How often content no Bundle references is swept from the content store: a pass
-        /// marks it, a later pass deletes what is still unreferenced (e.g. `10m`).
-        #[arg(long, env = "CONTENT_SWEEP_INTERVAL", default_value = "10m", value_parser = kit::cli::parse_duration)]
-        content_sweep_interval: std::time::Duration,
+        #[command(flatten)]
+        source: content::cli::SourceArgs,
         /// At most this many Bundles are unpacked at once (0: no limit). An unpack counts
         /// for at most 10 s and nothing waits longer than 10 s for a place, so sources that
         /// never answer cannot hold up other Bundles.
@@ -116,23 +102,19 @@ async fn main() -> ExitCode {
             ref leader,
             ref image_cache_dir,
             ref work_dir,
-            ref plain_http_registries,
-            ref denied_networks,
-            content_sweep_interval,
+            ref source,
             max_concurrent_unpacks,
         } => {
             run(
                 &args,
                 admin,
                 leader,
-                content_sweep_interval,
+                source.content_sweep_interval,
                 max_concurrent_unpacks,
                 content::source::UnpackOptions {
                     image_cache_dir: image_cache_dir.clone(),
                     work_dir: work_dir.clone(),
-                    plain_http_registries: plain_http_registries.clone(),
-                    denied_networks: denied_networks.clone(),
-                    ..content::source::UnpackOptions::default()
+                    ..source.unpack_options()
                 },
             )
             .await

@@ -22,6 +22,8 @@
 //! ConfigMaps and pass their data in.
 
 pub mod archive_error;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod content;
 mod deflate;
 pub mod digest;
