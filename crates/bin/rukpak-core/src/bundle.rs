@@ -24,8 +24,9 @@ use tokio_util::sync::CancellationToken;
 use content::store::Store as ContentStore;
 use kit::conditions::{Desired, status};
 use kit::controller::News;
+use kit::kube_error::KubeCallError;
 use kit::metrics::ReconcileMetrics;
-use kit::retry::{Backoff, Classify, Retry};
+use kit::retry::Backoff;
 
 use crate::slots::{DEFAULT_SLOT_HOLD, UnpackSlots};
 use crate::sources::{self, Prepared, SourceError};
@@ -203,25 +204,9 @@ fn referenced_by(bundles: &[Bundle]) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// A failed Bundle reconcile (status could not be written).
-#[derive(Debug, thiserror::Error)]
-#[error("failed to update the status of Bundle {name}")]
-pub struct Error {
-    name: String,
-    #[source]
-    source: kube::Error,
-}
-
-impl Classify for Error {
-    /// The API server failed a status write: worth retrying.
-    fn retry(&self) -> Retry {
-        Retry::Backoff
-    }
-
-    fn label(&self) -> &'static str {
-        "status_write"
-    }
-}
+/// A failed Bundle reconcile: its status could not be written (a failed unpack is an
+/// outcome, shown in status).
+pub type Error = KubeCallError;
 
 /// The result of one unpack attempt.
 enum Attempt {
@@ -620,10 +605,7 @@ async fn write_status(ctx: &Context, name: &str, next: &BundleStatus) -> Result<
         next,
     )
     .await
-    .map_err(|source| Error {
-        name: name.to_owned(),
-        source,
-    })
+    .map_err(|source| KubeCallError::new("update the status of", format!("Bundle {name}"), source))
 }
 
 /// An Event when the `Unpacked` condition changes status or reason: a Warning when

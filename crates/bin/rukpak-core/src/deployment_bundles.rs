@@ -25,8 +25,9 @@ use rukpak_api::labels::{OWNER_KIND, OWNER_NAME, REVISION, TEMPLATE_HASH};
 use rukpak_api::{Bundle, BundleDeployment, bundle_name, template_hash};
 use tokio_util::sync::CancellationToken;
 
+use kit::kube_error::KubeCallError;
 use kit::metrics::ReconcileMetrics;
-use kit::retry::{Backoff, Classify, Retry};
+use kit::retry::Backoff;
 
 /// The most Bundles one BundleDeployment may have at once. A template that changes faster
 /// than Bundles unpack would otherwise create Bundles without bound.
@@ -104,26 +105,8 @@ impl Context {
     }
 }
 
-/// A failed reconcile.
-#[derive(Debug, thiserror::Error)]
-#[error("failed to {verb} for BundleDeployment {deployment}")]
-pub struct Error {
-    verb: &'static str,
-    deployment: String,
-    #[source]
-    source: kube::Error,
-}
-
-impl Classify for Error {
-    /// API server failures: worth retrying.
-    fn retry(&self) -> Retry {
-        Retry::Backoff
-    }
-
-    fn label(&self) -> &'static str {
-        "kube"
-    }
-}
+/// A failed reconcile: creating or deleting one of the BundleDeployment's Bundles.
+pub type Error = KubeCallError;
 
 /// Runs the controller until `shutdown`.
 pub async fn run(
@@ -351,11 +334,11 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
             // Created by a concurrent reconcile or a previous run: fine.
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(source) => {
-                return Err(Error {
-                    verb: "create Bundle",
-                    deployment: name,
+                return Err(KubeCallError::new(
+                    "create a Bundle for",
+                    format!("BundleDeployment {name}"),
                     source,
-                });
+                ));
             }
         }
     }
@@ -373,11 +356,11 @@ async fn generate_bundle(deployment: &BundleDeployment, ctx: &Context) -> Result
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(source) => {
-                return Err(Error {
-                    verb: "delete an old Bundle",
-                    deployment: name,
+                return Err(KubeCallError::new(
+                    "delete an old Bundle of",
+                    format!("BundleDeployment {name}"),
                     source,
-                });
+                ));
             }
         }
     }
@@ -597,7 +580,7 @@ mod tests {
                 .unwrap_err();
             assert_eq!(
                 err.to_string(),
-                "failed to create Bundle for BundleDeployment bd"
+                "failed to create a Bundle for BundleDeployment bd"
             );
         }
 

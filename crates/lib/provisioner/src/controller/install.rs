@@ -86,6 +86,35 @@ pub(super) struct Reconcile<'a, F> {
     pub current: &'a BundleDeploymentStatus,
 }
 
+/// Why the steps of [`Reconcile::apply_revision`] stopped before the end.
+enum Stop {
+    /// A step ended the apply with this outcome (shown in status).
+    At(Box<Applied>),
+    /// A step failed in a way the reconcile retries with backoff.
+    Failed(Error),
+}
+
+impl Stop {
+    /// Ends the apply with `applied`.
+    fn at(applied: Applied) -> Self {
+        Self::At(Box::new(applied))
+    }
+}
+
+impl From<Error> for Stop {
+    fn from(err: Error) -> Self {
+        Self::Failed(err)
+    }
+}
+
+/// What an apply that got through its writes carries to [`Reconcile::judge`].
+struct Settled {
+    bundle: String,
+    warnings: Vec<String>,
+    skipped: Vec<InventoryEntry>,
+    adjustments: Vec<String>,
+}
+
 impl<F: BundleFormat> Reconcile<'_, F> {
     /// Finds the Bundle of the current template, decides which revision to apply (see
     /// [`crate::revisions`]), reviews one that waits for approval, and applies.
@@ -180,109 +209,153 @@ impl<F: BundleFormat> Reconcile<'_, F> {
         }
     }
 
-    /// Loads the Bundle `found`, applies its objects and judges the result: the steps in
-    /// order, each ending the apply with its own outcome when it fails.
+    /// Loads the Bundle `found`, applies its objects and judges the result. The steps in
+    /// order; each that fails ends the apply with its own outcome ([`Stop`]).
     async fn apply_revision(
         &self,
         found: &Bundle,
         checks: Arc<CompiledChecks>,
     ) -> Result<Applied, Error> {
         let bundle = found.name_any();
-        if let Err(outcome) = unpacked_content(&bundle, found.status.as_ref()) {
-            return Ok(Applied::stopped(*outcome, Progress::Retrying));
-        }
-        let Prepared {
-            mut objects,
-            install_namespace,
-            absent,
-            adjustments,
-        } = match self.prepare(found).await {
-            Ok(prepared) => prepared,
-            Err(PrepareError::Load(message)) => {
-                return Ok(Applied::stopped(
-                    Outcome::LoadFailed { bundle, message },
-                    Progress::Retrying,
-                ));
-            }
-            Err(PrepareError::Plan(message)) => {
-                return Ok(Applied::stopped(
-                    Outcome::LoadFailed {
-                        bundle,
-                        message: message.clone(),
-                    },
-                    Progress::Failed(message),
-                ));
-            }
-            Err(PrepareError::Kube(err)) => return Err(err),
-        };
-        let (applier, warnings) = self.ctx.applier_for(self.deployment).await?;
-        // Certificates are read and decided as the deployment's identity, before anything
-        // is written, so the webhook configurations go out with the CA that verifies their
-        // server.
-        let certificates = match crate::certificates::provide(
-            applier.client(),
-            &self.deployment.name_any(),
-            install_namespace.as_deref(),
-            &mut objects,
-            &self.ctx.settings.certificates,
-        )
-        .await
-        {
-            Ok(provided) => provided,
-            Err(crate::certificates::CertificateError::Request(message)) => {
-                return Ok(Applied::stopped(
-                    Outcome::LoadFailed { bundle, message },
-                    Progress::Retrying,
-                ));
-            }
-            Err(err) => {
-                let message = kit::error_chain(&err);
-                return Ok(Applied::stopped(
-                    Outcome::ApplyFailed {
-                        bundle,
-                        message: message.clone(),
-                    },
-                    Progress::Failed(message),
-                ));
-            }
-        };
-        let request = ApplyRequest {
-            owner: self.deployment.name_any(),
-            objects,
-            install_namespace,
-            collision_protection: self.deployment.spec.collision_protection,
-            previous_inventory: self.current.inventory.clone(),
-            health_checks: checks.clone(),
-            absent,
-            installed_already: crate::status::installed_already(self.current, &bundle),
-        };
-        let (applied, in_flight) = self.write(&bundle, applier, request).await;
-        let report = match applied {
-            Ok(report) => report,
-            Err(err) => {
+        let steps = async {
+            let mut prepared = self.prepared(found, &bundle).await?;
+            let (applier, warnings) = self.ctx.applier_for(self.deployment).await?;
+            let certificates = self.certificates(&applier, &bundle, &mut prepared).await?;
+            let request = ApplyRequest {
+                owner: self.deployment.name_any(),
+                objects: prepared.objects,
+                install_namespace: prepared.install_namespace,
+                collision_protection: self.deployment.spec.collision_protection,
+                previous_inventory: self.current.inventory.clone(),
+                health_checks: checks.clone(),
+                absent: prepared.absent,
+                installed_already: crate::status::installed_already(self.current, &bundle),
+            };
+            let (applied, in_flight) = self.write(&bundle, applier, request).await;
+            let report = applied.map_err(|err| {
                 let message = kit::error_chain(&err);
                 let progress = if err.is_terminal() {
                     Progress::Failed(message.clone())
                 } else {
                     Progress::Retrying
                 };
-                return Ok(Applied {
-                    in_flight,
-                    ..Applied::stopped(Outcome::ApplyFailed { bundle, message }, progress)
-                });
-            }
-        };
-        let warnings = warnings.take();
-        let skipped: Vec<InventoryEntry> =
-            report.skipped.iter().map(InventoryEntry::from).collect();
-        self.announce_applied(&bundle, &report, &warnings, &adjustments, &skipped)
-            .await;
-        for (reason, warning, message) in &certificates.changes {
-            self.ctx
-                .event(self.deployment, *warning, reason, message.clone())
+                Stop::at(Applied {
+                    in_flight: in_flight.clone(),
+                    ..Applied::stopped(
+                        Outcome::ApplyFailed {
+                            bundle: bundle.clone(),
+                            message,
+                        },
+                        progress,
+                    )
+                })
+            })?;
+            let warnings = warnings.take();
+            let skipped: Vec<InventoryEntry> =
+                report.skipped.iter().map(InventoryEntry::from).collect();
+            self.announce_applied(&bundle, &report, &warnings, &prepared.adjustments, &skipped)
                 .await;
+            for (reason, warning, message) in &certificates.changes {
+                self.ctx
+                    .event(self.deployment, *warning, reason, message.clone())
+                    .await;
+            }
+            let settled = Settled {
+                bundle: bundle.clone(),
+                warnings,
+                skipped,
+                adjustments: prepared.adjustments,
+            };
+            let (outcome, progress) = self.judge(settled, report, &checks).await;
+            Ok(Applied {
+                outcome,
+                progress,
+                in_flight,
+                recheck_after: certificates.recheck_after,
+            })
+        };
+        match steps.await {
+            Ok(applied) => Ok(applied),
+            Err(Stop::At(applied)) => Ok(*applied),
+            Err(Stop::Failed(err)) => Err(err),
         }
-        let (outcome, progress) = if let Some(wait) = &report.waiting {
+    }
+
+    /// Step 1: the revision's objects ([`Reconcile::prepare`]), or the outcome that says
+    /// why there are none.
+    async fn prepared(&self, found: &Bundle, bundle: &str) -> Result<Prepared, Stop> {
+        let bundle = bundle.to_owned();
+        if let Err(outcome) = unpacked_content(&bundle, found.status.as_ref()) {
+            return Err(Stop::at(Applied::stopped(*outcome, Progress::Retrying)));
+        }
+        self.prepare(found).await.map_err(|err| match err {
+            PrepareError::Load(message) => Stop::at(Applied::stopped(
+                Outcome::LoadFailed { bundle, message },
+                Progress::Retrying,
+            )),
+            PrepareError::Plan(message) => Stop::at(Applied::stopped(
+                Outcome::LoadFailed {
+                    bundle,
+                    message: message.clone(),
+                },
+                Progress::Failed(message),
+            )),
+            PrepareError::Kube(err) => Stop::Failed(err),
+        })
+    }
+
+    /// Step 2: the built-in webhook certificates, filled into the objects. Read and decided
+    /// as the deployment's identity, before anything is written, so the webhook
+    /// configurations go out with the CA that verifies their server.
+    async fn certificates(
+        &self,
+        applier: &Applier,
+        bundle: &str,
+        prepared: &mut Prepared,
+    ) -> Result<crate::certificates::Provisioned, Stop> {
+        crate::certificates::provide(
+            applier.client(),
+            &self.deployment.name_any(),
+            prepared.install_namespace.as_deref(),
+            &mut prepared.objects,
+            &self.ctx.settings.certificates,
+        )
+        .await
+        .map_err(|err| {
+            let bundle = bundle.to_owned();
+            Stop::at(match err {
+                crate::certificates::CertificateError::Request(message) => {
+                    Applied::stopped(Outcome::LoadFailed { bundle, message }, Progress::Retrying)
+                }
+                err => {
+                    let message = kit::error_chain(&err);
+                    Applied::stopped(
+                        Outcome::ApplyFailed {
+                            bundle,
+                            message: message.clone(),
+                        },
+                        Progress::Failed(message),
+                    )
+                }
+            })
+        })
+    }
+
+    /// Last step: what the written objects say. Still waiting for a phase's probes, or
+    /// everything written and judged healthy or not.
+    async fn judge(
+        &self,
+        settled: Settled,
+        report: ApplyReport,
+        checks: &CompiledChecks,
+    ) -> (Outcome, Progress) {
+        let Settled {
+            bundle,
+            warnings,
+            skipped,
+            adjustments,
+        } = settled;
+        if let Some(wait) = &report.waiting {
             // Watch what is waited for, so its status changes wake this BundleDeployment.
             self.watch_kinds(&report.inventory).await;
             let message = wait.message();
@@ -299,34 +372,26 @@ impl<F: BundleFormat> Reconcile<'_, F> {
                 skipped,
                 adjustments,
             };
-            (outcome, progress)
-        } else {
-            let overall = self
-                .judge_health(&report.inventory, &report.after_write, &checks)
-                .await;
-            let progress = Progress::of_health(&overall);
-            let outcome = Outcome::Installed {
-                bundle,
-                inventory: report.inventory,
-                healthy: overall.is_healthy(),
-                health_message: overall.message().unwrap_or_default().to_owned(),
-                warnings,
-                kept: report
-                    .kept
-                    .iter()
-                    .map(|(key, reason)| format!("{key}: {reason}"))
-                    .collect(),
-                skipped,
-                adjustments,
-            };
-            (outcome, progress)
+            return (outcome, progress);
+        }
+        let overall = self
+            .judge_health(&report.inventory, &report.after_write, checks)
+            .await;
+        let outcome = Outcome::Installed {
+            bundle,
+            inventory: report.inventory,
+            healthy: overall.is_healthy(),
+            health_message: overall.message().unwrap_or_default().to_owned(),
+            warnings,
+            kept: report
+                .kept
+                .iter()
+                .map(|(key, reason)| format!("{key}: {reason}"))
+                .collect(),
+            skipped,
+            adjustments,
         };
-        Ok(Applied {
-            outcome,
-            progress,
-            in_flight,
-            recheck_after: certificates.recheck_after,
-        })
+        (outcome, Progress::of_health(&overall))
     }
 
     /// Runs the apply; one that is shown in progress (see [`shows_progress`]) writes each

@@ -150,7 +150,13 @@ async fn install<F: BundleFormat>(
             )
         })?;
     }
-    mark_bundles(ctx, &step.bundles, &next.revisions).await;
+    mark_bundles(
+        &ctx.client,
+        &ctx.field_manager,
+        &step.bundles,
+        &next.revisions,
+    )
+    .await;
     if !matches!(step.outcome, Outcome::ApplyFailed { .. }) {
         ctx.backoff.reset(&name);
     }
@@ -291,12 +297,13 @@ fn quiet_start_left(
 /// Shows each revision's outcome on its Bundle (`status.revisionOutcome`, for `kubectl get
 /// bundles`), writing only the ones that changed. Best effort: the BundleDeployment's
 /// status is the record; a failed write is logged and tried again next reconcile.
-async fn mark_bundles<F: BundleFormat>(
-    ctx: &Context<F>,
+async fn mark_bundles(
+    client: &kube::Client,
+    field_manager: &str,
     bundles: &[Bundle],
     records: &[RevisionRecord],
 ) {
-    let api: Api<Bundle> = Api::all(ctx.client.clone());
+    let api: Api<Bundle> = Api::all(client.clone());
     for bundle in bundles {
         let name = bundle.name_any();
         let Some(record) = crate::revisions::find(records, &name) else {
@@ -311,7 +318,7 @@ async fn mark_bundles<F: BundleFormat>(
             "kind": "Bundle",
             "status": { "revisionOutcome": record.outcome.as_str() },
         });
-        let params = kube::api::PatchParams::apply(&format!("{}-revisions", ctx.field_manager));
+        let params = kube::api::PatchParams::apply(&format!("{field_manager}-revisions"));
         if let Err(err) = api
             .patch_status(&name, &params, &kube::api::Patch::Apply(&patch))
             .await
@@ -550,6 +557,104 @@ mod tests {
             next_action(&with_deadline, &refused, &[], false, &at(130), RESYNC),
             Next::AwaitChange
         );
+    }
+
+    /// The requests a reconcile sends, checked against a mocked API server.
+    mod writes {
+        use super::*;
+        use testkit::mock_api::{self, Exchange};
+
+        const DEPLOYMENTS: &str = "/apis/core.rukpak.io/v1alpha1/bundledeployments";
+
+        #[tokio::test]
+        async fn the_finalizer_is_added_once_guarded_by_the_resource_version() {
+            let mut read = deployment(None);
+            read.metadata.resource_version = Some("41".into());
+            read.metadata.finalizers = Some(vec!["example.com/other".into()]);
+            let mut patched = read.clone();
+            patched.metadata.finalizers = Some(vec!["example.com/other".into(), FINALIZER.into()]);
+            let (client, server) = mock_api::serve([Exchange::patch(&format!("{DEPLOYMENTS}/bd"))
+                .body_includes(serde_json::json!({"metadata": {
+                    "resourceVersion": "41",
+                    "finalizers": ["example.com/other", FINALIZER],
+                }}))
+                .reply(&patched)]);
+            let api = Api::<BundleDeployment>::all(client);
+            let with = server
+                .run(with_finalizer(&api, Arc::new(read)))
+                .await
+                .unwrap();
+            assert!(with.finalizers().iter().any(|f| f == FINALIZER));
+            // Already there, or being deleted: nothing is sent.
+            let (client, server) = mock_api::serve([]);
+            let api = Api::<BundleDeployment>::all(client);
+            server.run(with_finalizer(&api, with)).await.unwrap();
+            let mut deleting = deployment(None);
+            deleting.metadata.deletion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(5).0),
+            );
+            let (client, server) = mock_api::serve([]);
+            let api = Api::<BundleDeployment>::all(client);
+            server
+                .run(with_finalizer(&api, Arc::new(deleting)))
+                .await
+                .unwrap();
+        }
+
+        #[tokio::test]
+        async fn a_finalizer_patch_that_conflicts_fails_the_reconcile() {
+            let (client, server) =
+                mock_api::serve([Exchange::patch(&format!("{DEPLOYMENTS}/bd")).conflict()]);
+            let api = Api::<BundleDeployment>::all(client);
+            let result = server
+                .run(with_finalizer(&api, Arc::new(deployment(None))))
+                .await;
+            assert!(result.is_err());
+        }
+
+        fn bundle(name: &str, shown: Option<&str>) -> Bundle {
+            let mut value = serde_json::json!({
+                "apiVersion": "core.rukpak.io/v1alpha1", "kind": "Bundle",
+                "metadata": {"name": name},
+                "spec": {"provisionerClassName": "p",
+                    "source": {"type": "image", "image": {"ref": "r"}}},
+            });
+            if let Some(shown) = shown {
+                value["status"] = serde_json::json!({"revisionOutcome": shown});
+            }
+            serde_json::from_value(value).unwrap()
+        }
+
+        #[tokio::test]
+        async fn only_bundles_whose_revision_outcome_changed_are_marked() {
+            let mut records = rolling_out();
+            records[0].outcome = RevisionOutcome::Healthy;
+            records.push(RevisionRecord {
+                revision: 2,
+                bundle: "bd-2".into(),
+                outcome: RevisionOutcome::Progressing,
+                ..records[0].clone()
+            });
+            let bundles = [
+                bundle("bd-1", Some("Healthy")),
+                bundle("bd-2", Some("Healthy")),
+                bundle("bd-0", None),
+            ];
+            // bd-1 shows its outcome already, bd-0 has no record: only bd-2 is written.
+            let (client, server) = mock_api::serve([Exchange::patch(
+                "/apis/core.rukpak.io/v1alpha1/bundles/bd-2/status?fieldManager=plain-provisioner-revisions",
+            )
+            .body_includes(serde_json::json!({"status": {"revisionOutcome": "Progressing"}}))
+            .reply_echo()]);
+            server
+                .run(mark_bundles(
+                    &client,
+                    "plain-provisioner",
+                    &bundles,
+                    &records,
+                ))
+                .await;
+        }
     }
 
     #[test]
