@@ -86,6 +86,11 @@ run: ## the whole system on a local control plane (or the cluster in $$KUBECONFI
 stop: ## stop exactly what `make run` started
 	CLUSTER=$(CLUSTER) hack/stop
 
+.PHONY: build-plugin
+build-plugin: ## build the kubectl plugin kubectl-olm (release) and print where it is
+	cargo build --locked --release -p kubectl-olm
+	@echo "$(CARGO_TARGET_DIR)/release/kubectl-olm"
+
 .PHONY: clean-cache
 clean-cache: ## remove cached binaries and the cargo target directory
 	rm -rf "$(OLMV1_CACHE_DIR)"

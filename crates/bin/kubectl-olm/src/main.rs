@@ -1,0 +1,174 @@
+//! `kubectl olm`: find operators in file-based catalogs. A kubectl plugin: copy the
+//! `kubectl-olm` binary onto `PATH` and kubectl finds it.
+//!
+//! This first part reads catalog directories (`--catalog DIR`), so a catalog can be
+//! checked before it is published: `search` and `show`. Commands that read the cluster's
+//! catalogs and install come with the catalog query API.
+//!
+//! Exit codes, for scripts: 0 found, 1 nothing found (no package matched, or the package
+//! is in no catalog), 2 invalid input (arguments, a catalog that does not load), 3 an
+//! internal failure. Results go to stdout, messages to stderr.
+
+mod catalogs;
+mod output;
+mod search;
+mod show;
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use catalogs::{CatalogArg, parse_catalog};
+use output::Format;
+
+/// Find operators in file-based catalogs: which packages there are, their channels,
+/// versions, deprecations and upgrade graph.
+#[derive(Debug, Parser)]
+#[command(name = "kubectl olm", bin_name = "kubectl olm", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The catalogs to read and how to print.
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// A file-based catalog directory, shown as NAME (default: the directory's name);
+    /// repeat for several.
+    #[arg(
+        long = "catalog",
+        value_name = "DIR[=NAME]",
+        required = true,
+        value_parser = parse_catalog
+    )]
+    catalogs: Vec<CatalogArg>,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The packages whose name or description holds every word (none: every package).
+    Search {
+        /// Words to look for, case-insensitive.
+        words: Vec<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// A package's channels, versions, deprecations and upgrade graph, in every catalog
+    /// that has it.
+    Show {
+        /// The package name.
+        package: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Print a shell completion script, e.g. `kubectl olm completion bash > /etc/bash_completion.d/kubectl-olm`.
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Exit code: nothing found.
+const NOT_FOUND: u8 = 1;
+/// Exit code: invalid input.
+const INVALID: u8 = 2;
+/// Exit code: an internal failure.
+const INTERNAL: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(Done { stdout, code }) => {
+            if std::io::stdout().write_all(stdout.as_bytes()).is_err() {
+                // A closed pipe (`| head`): nothing more to say.
+                return ExitCode::SUCCESS;
+            }
+            ExitCode::from(code)
+        }
+        Err((code, message)) => {
+            eprintln!("kubectl olm: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// What a command printed and its exit code.
+struct Done {
+    stdout: String,
+    code: u8,
+}
+
+fn run(command: Command) -> Result<Done, (u8, String)> {
+    match command {
+        Command::Search { words, common } => {
+            let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+            let found = search::search(&catalogs, &words);
+            if found.is_empty() && common.output == Format::Table {
+                return Err((
+                    NOT_FOUND,
+                    format!(
+                        "no package in {} matches {}",
+                        names(&catalogs),
+                        quoted(&words)
+                    ),
+                ));
+            }
+            let code = if found.is_empty() { NOT_FOUND } else { 0 };
+            let stdout = match output::structured(common.output, &found) {
+                Some(text) => text.map_err(|m| (INTERNAL, m))?,
+                None => output::search_table(&found),
+            };
+            Ok(Done { stdout, code })
+        }
+        Command::Show { package, common } => {
+            let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+            let views = show::show(&catalogs, &package);
+            if views.is_empty() {
+                return Err((
+                    NOT_FOUND,
+                    format!(
+                        "package {package} is in none of {}; look for it with `kubectl olm search {package}`",
+                        names(&catalogs)
+                    ),
+                ));
+            }
+            let stdout = match output::structured(common.output, &views) {
+                Some(text) => text.map_err(|m| (INTERNAL, m))?,
+                None => output::show_text(&views),
+            };
+            Ok(Done { stdout, code: 0 })
+        }
+        Command::Completion { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kubectl-olm", &mut script);
+            let stdout = String::from_utf8(script).map_err(|err| (INTERNAL, err.to_string()))?;
+            Ok(Done { stdout, code: 0 })
+        }
+    }
+}
+
+/// `catalog a` or `catalogs a, b`, for messages.
+fn names(catalogs: &[catalogs::Catalog]) -> String {
+    let names: Vec<&str> = catalogs.iter().map(|c| c.name.as_str()).collect();
+    match names.as_slice() {
+        [one] => format!("catalog {one}"),
+        more => format!("catalogs {}", more.join(", ")),
+    }
+}
+
+/// The words as typed, for messages.
+fn quoted(words: &[String]) -> String {
+    if words.is_empty() {
+        return "anything".to_owned();
+    }
+    words
+        .iter()
+        .map(|w| format!("{w:?}"))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
