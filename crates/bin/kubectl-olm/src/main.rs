@@ -1,8 +1,9 @@
 //! `kubectl olm`: find operators in file-based catalogs. A kubectl plugin: copy the
 //! `kubectl-olm` binary onto `PATH` and kubectl finds it.
 //!
-//! This first part reads catalog directories (`--catalog DIR`), so a catalog can be
-//! checked before it is published: `search` and `show`. Commands that read the cluster's
+//! This first part reads catalogs given on the command line (`--catalog DIR` or a
+//! catalog image), so a catalog can be checked before it is published: `search` and
+//! `show`. Commands that read the cluster's
 //! catalogs and install come with the catalog query API.
 //!
 //! Exit codes, for scripts: 0 found, 1 nothing found (no package matched, or the package
@@ -34,11 +35,11 @@ struct Cli {
 /// The catalogs to read and how to print.
 #[derive(Debug, clap::Args)]
 struct Common {
-    /// A file-based catalog directory, shown as NAME (default: the directory's name);
-    /// repeat for several.
+    /// A file-based catalog: a directory, or a catalog image (its /configs); shown as NAME
+    /// (default: the directory's or the repository's name). Repeat for several.
     #[arg(
         long = "catalog",
-        value_name = "DIR[=NAME]",
+        value_name = "DIR|IMAGE[=NAME]",
         required = true,
         value_parser = parse_catalog
     )]

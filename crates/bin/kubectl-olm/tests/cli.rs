@@ -213,21 +213,18 @@ fn a_catalog_that_does_not_load_is_invalid_input_naming_it() {
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
     assert!(
-        message.starts_with("kubectl olm: failed to load catalog databases from "),
+        message.starts_with("kubectl olm: failed to load catalog "),
         "{message}"
     );
-    // A directory that is not there.
+    // A directory that is not there (and cannot be an image reference).
     let output = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
-        .args(["search", "--catalog", "/nonexistent/catalog"])
+        .args(["search", "--catalog", "nonexistent/catalog"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).starts_with(
-            "kubectl olm: cannot read catalog directory /nonexistent/catalog: No such file or directory"
-        ),
-        "{}",
-        stderr(&output)
+    assert_eq!(
+        stderr(&output),
+        "kubectl olm: catalog nonexistent/catalog is neither a directory nor an image reference (registry/repository:tag)\n"
     );
     // No catalog at all: clap's usage error, also 2.
     let output = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
@@ -236,6 +233,38 @@ fn a_catalog_that_does_not_load_is_invalid_input_naming_it() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--catalog"));
+}
+
+#[test]
+fn a_catalog_image_is_read_from_its_configs_directory() {
+    let registry = testkit::servers::CraneRegistry::start();
+    let layer = testkit::servers::tar(&[("configs/databases/catalog.yaml", DATABASES.as_bytes())]);
+    registry.push("olm/databases-catalog:v1", &[layer]);
+    let image = format!("{}/olm/databases-catalog:v1", registry.addr);
+    let output = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(["search", "redis", "--catalog", &image])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "CATALOG            PACKAGE         DEFAULT CHANNEL  LATEST  DEPRECATED  SUMMARY\n\
+         databases-catalog  redis-operator  preview          0.1.0   -           Redis clusters with failover.\n"
+    );
+    // A tag that is not there: invalid input naming the image.
+    let missing = format!("{}/olm/databases-catalog:v2", registry.addr);
+    let output = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(["search", "--catalog", &missing])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(&format!(
+            "kubectl olm: failed to load catalog image {missing}: "
+        )),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
