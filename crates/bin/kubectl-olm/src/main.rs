@@ -14,6 +14,7 @@ mod catalogs;
 mod output;
 mod search;
 mod show;
+mod upgrades;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -64,6 +65,20 @@ enum Command {
     Show {
         /// The package name.
         package: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// What an installed version of a package can upgrade to along the catalog's upgrade
+    /// graph, in one step and in several.
+    Upgrades {
+        /// The package name.
+        package: String,
+        /// The installed version.
+        #[arg(long, value_name = "VERSION")]
+        from: String,
+        /// Only follow this channel's upgrade edges.
+        #[arg(long)]
+        channel: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -141,6 +156,21 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
             let stdout = match output::structured(common.output, &views) {
                 Some(text) => text.map_err(|m| (INTERNAL, m))?,
                 None => output::show_text(&views),
+            };
+            Ok(Done { stdout, code: 0 })
+        }
+        Command::Upgrades {
+            package,
+            from,
+            channel,
+            common,
+        } => {
+            let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+            let found = upgrades::upgrades(&catalogs, &package, &from, channel.as_deref())
+                .map_err(|m| (NOT_FOUND, m))?;
+            let stdout = match output::structured(common.output, &found) {
+                Some(text) => text.map_err(|m| (INTERNAL, m))?,
+                None => output::upgrades_text(&found),
             };
             Ok(Done { stdout, code: 0 })
         }

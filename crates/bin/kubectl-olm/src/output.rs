@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::search::Found;
 use crate::show::PackageView;
+use crate::upgrades::Upgrades;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -133,6 +134,72 @@ pub fn show_text(views: &[PackageView]) -> String {
         }
         for problem in &view.problems {
             let _ = writeln!(out, "\nNot resolvable from this catalog: {problem}");
+        }
+    }
+    out
+}
+
+/// The upgrades of an installed version, in each catalog that has it, for people. Pure.
+pub fn upgrades_text(found: &[Upgrades]) -> String {
+    let mut out = String::new();
+    for (i, upgrades) in found.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let from = &upgrades.from;
+        let _ = writeln!(out, "Package:    {}", upgrades.package);
+        let _ = writeln!(out, "Catalog:    {}", upgrades.catalog);
+        let _ = writeln!(
+            out,
+            "Installed:  {} ({}), in {}",
+            from.version,
+            from.bundle,
+            if from.channels.is_empty() {
+                "no channel".to_owned()
+            } else {
+                format!("channel {}", from.channels.join(", "))
+            }
+        );
+        if let Some(notice) = &from.deprecated {
+            let _ = writeln!(out, "Deprecated: {notice}");
+        }
+        if let Some(channel) = &upgrades.channel {
+            let _ = writeln!(out, "Following:  channel {channel} only");
+        }
+        out.push('\n');
+        if upgrades.next.is_empty() {
+            let _ = writeln!(
+                out,
+                "No upgrade: nothing in {} upgrades from {}.",
+                upgrades
+                    .channel
+                    .as_ref()
+                    .map_or_else(|| "its channels".to_owned(), |c| format!("channel {c}")),
+                from.version
+            );
+            continue;
+        }
+        let rows: Vec<Vec<String>> = upgrades
+            .next
+            .iter()
+            .map(|step| {
+                vec![
+                    step.version.clone(),
+                    step.bundle.clone(),
+                    step.channels.join(", "),
+                    step.deprecated.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["NEXT", "BUNDLE", "CHANNELS", "DEPRECATED"], &rows));
+        let further: Vec<&str> = upgrades
+            .reachable
+            .iter()
+            .filter(|r| !upgrades.next.iter().any(|n| n.bundle == r.bundle))
+            .map(|r| r.version.as_str())
+            .collect();
+        if !further.is_empty() {
+            let _ = writeln!(out, "\nLater, through those: {}", further.join(", "));
         }
     }
     out

@@ -184,6 +184,98 @@ fn show_lists_channels_versions_deprecations_and_upgrades() {
 }
 
 #[test]
+fn upgrades_follow_replaces_skips_and_skip_ranges() {
+    let catalog = catalog_dir(DATABASES);
+    let from_092 = olm(
+        &["upgrades", "etcd-operator", "--from", "0.9.2"],
+        catalog.path(),
+    );
+    assert_eq!(from_092.status.code(), Some(0), "{}", stderr(&from_092));
+    assert_eq!(
+        stdout(&from_092),
+        "Package:    etcd-operator\n\
+         Catalog:    databases\n\
+         Installed:  0.9.2 (etcd-operator.v0.9.2), in channel stable\n\
+         Deprecated: etcd-operator 0.9.2 corrupts snapshots; upgrade to 0.9.4.\n\
+         \n\
+         NEXT           BUNDLE                        CHANNELS  DEPRECATED\n\
+         1.1.0-alpha.1  etcd-operator.v1.1.0-alpha.1  alpha     -\n\
+         1.0.0          etcd-operator.v1.0.0          stable    -\n\
+         0.9.4          etcd-operator.v0.9.4          stable    -\n"
+    );
+    // Upgrades from 0.9.4 in stable: 1.0.0 next; the alpha prerelease only through alpha.
+    let from_094 = olm(
+        &["upgrades", "etcd-operator", "--from", "0.9.4", "-o", "json"],
+        catalog.path(),
+    );
+    let value: serde_json::Value = serde_json::from_str(&stdout(&from_094)).unwrap();
+    let versions = |key: &str| -> Vec<String> {
+        value[0][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["version"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(versions("next"), ["1.1.0-alpha.1", "1.0.0"]);
+    assert_eq!(versions("reachable"), ["1.1.0-alpha.1", "1.0.0"]);
+    // Only the alpha channel's edges: 0.9.2 is not in it, but its skipRange covers 0.9.2.
+    let alpha = olm(
+        &[
+            "upgrades",
+            "etcd-operator",
+            "--from",
+            "0.9.2",
+            "--channel",
+            "alpha",
+            "-o",
+            "json",
+        ],
+        catalog.path(),
+    );
+    let value: serde_json::Value = serde_json::from_str(&stdout(&alpha)).unwrap();
+    let next: Vec<&str> = value[0]["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(next, ["1.1.0-alpha.1"]);
+    // The head of stable upgrades nowhere in stable.
+    let head = olm(
+        &[
+            "upgrades",
+            "etcd-operator",
+            "--from",
+            "1.0.0",
+            "--channel",
+            "stable",
+        ],
+        catalog.path(),
+    );
+    assert!(
+        stdout(&head).ends_with("No upgrade: nothing in channel stable upgrades from 1.0.0.\n"),
+        "{}",
+        stdout(&head)
+    );
+    // A version the catalog does not have: nothing found, saying where to look.
+    let unknown = olm(
+        &["upgrades", "etcd-operator", "--from", "0.8.0"],
+        catalog.path(),
+    );
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        stderr(&unknown),
+        "kubectl olm: version 0.8.0 of package etcd-operator is in none of the catalogs, so nothing is known of its upgrades; list its versions with `kubectl olm show etcd-operator`\n"
+    );
+    let invalid = olm(
+        &["upgrades", "etcd-operator", "--from", "latest"],
+        catalog.path(),
+    );
+    assert_eq!(invalid.status.code(), Some(1));
+}
+
+#[test]
 fn json_and_yaml_carry_the_same_fields_for_scripts() {
     let catalog = catalog_dir(DATABASES);
     let json = olm(&["show", "etcd-operator", "-o", "json"], catalog.path());
