@@ -1,16 +1,19 @@
-//! `kubectl olm`: find operators in file-based catalogs. A kubectl plugin: copy the
+//! `kubectl olm`: find, install and uninstall operators. A kubectl plugin: copy the
 //! `kubectl-olm` binary onto `PATH` and kubectl finds it.
 //!
-//! This first part reads catalogs given on the command line (`--catalog DIR` or a
-//! catalog image), so a catalog can be checked before it is published: `search` and
-//! `show`. Commands that read the cluster's
-//! catalogs and install come with the catalog query API.
+//! - `search`, `show` and `upgrades` read catalogs given on the command line (`--catalog
+//!   DIR` or a catalog image), so a catalog can be checked before it is published;
+//! - `catalogs`, `install` and `uninstall` talk to the cluster with the kubeconfig, as the
+//!   user (so RBAC and the admission policies decide what they may do).
 //!
-//! Exit codes, for scripts: 0 found, 1 nothing found (no package matched, or the package
-//! is in no catalog), 2 invalid input (arguments, a catalog that does not load), 3 an
-//! internal failure. Results go to stdout, messages to stderr.
+//! Exit codes, for scripts: 0 done or found, 1 nothing found (no package matched, the
+//! package or version is in no catalog, the PlatformOperator does not exist), 2 invalid
+//! input or a refusal (arguments, a catalog that does not load, the API server refusing),
+//! 3 the cluster unreachable or an internal failure. Results go to stdout, messages to
+//! stderr.
 
 mod catalogs;
+mod cluster;
 mod output;
 mod search;
 mod show;
@@ -24,8 +27,8 @@ use clap::{CommandFactory, Parser, Subcommand};
 use catalogs::{CatalogArg, parse_catalog};
 use output::Format;
 
-/// Find operators in file-based catalogs: which packages there are, their channels,
-/// versions, deprecations and upgrade graph.
+/// Find operators in file-based catalogs (which packages there are, their channels,
+/// versions, deprecations and upgrade graph), and install and uninstall them.
 #[derive(Debug, Parser)]
 #[command(name = "kubectl olm", bin_name = "kubectl olm", version)]
 struct Cli {
@@ -81,6 +84,30 @@ enum Command {
         channel: Option<String>,
         #[command(flatten)]
         common: Common,
+    },
+    /// The cluster's Catalogs: their source and whether deppy-resolver serves them.
+    Catalogs {
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
+    /// Install an operator: create a PlatformOperator for the package (cluster
+    /// administrators only).
+    Install {
+        #[command(flatten)]
+        install: cluster::InstallArgs,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
+    },
+    /// Uninstall an operator: delete its PlatformOperator (what it installed goes with it;
+    /// CRDs that hold custom resources stay).
+    Uninstall {
+        /// The PlatformOperator.
+        name: String,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
     },
     /// Print a shell completion script, e.g. `kubectl olm completion bash > /etc/bash_completion.d/kubectl-olm`.
     Completion {
@@ -174,6 +201,42 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
             };
             Ok(Done { stdout, code: 0 })
         }
+        Command::Catalogs { cluster, output } => {
+            let rows = on_cluster(async { cluster::catalogs(cluster.client().await?).await })?;
+            if rows.is_empty() && output == Format::Table {
+                return Err((
+                    NOT_FOUND,
+                    "the cluster has no Catalog (or none you may list)".to_owned(),
+                ));
+            }
+            let code = if rows.is_empty() { NOT_FOUND } else { 0 };
+            let stdout = match output::structured(output, &rows) {
+                Some(text) => text.map_err(|m| (INTERNAL, m))?,
+                None => output::catalogs_table(&rows),
+            };
+            Ok(Done { stdout, code })
+        }
+        Command::Install { install, cluster } => {
+            let created =
+                on_cluster(async { cluster::install(cluster.client().await?, &install).await })?;
+            let name = created.metadata.name.unwrap_or_default();
+            Ok(Done {
+                stdout: format!(
+                    "platformoperator/{name} created: installing package {}; follow it with `kubectl get platformoperator {name} -w`\n",
+                    install.package
+                ),
+                code: 0,
+            })
+        }
+        Command::Uninstall { name, cluster } => {
+            on_cluster(async { cluster::uninstall(cluster.client().await?, &name).await })?;
+            Ok(Done {
+                stdout: format!(
+                    "platformoperator/{name} deleted: its operator is being uninstalled\n"
+                ),
+                code: 0,
+            })
+        }
         Command::Completion { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "kubectl-olm", &mut script);
@@ -181,6 +244,17 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
             Ok(Done { stdout, code: 0 })
         }
     }
+}
+
+/// Runs a cluster command to its end on a runtime of this thread.
+fn on_cluster<T>(
+    command: impl std::future::Future<Output = Result<T, cluster::Failure>>,
+) -> Result<T, (u8, String)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| (INTERNAL, format!("cannot start: {err}")))?;
+    runtime.block_on(command)
 }
 
 /// `catalog a` or `catalogs a, b`, for messages.

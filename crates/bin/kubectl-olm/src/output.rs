@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::cluster::CatalogRow;
 use crate::search::Found;
 use crate::show::PackageView;
 use crate::upgrades::Upgrades;
@@ -59,6 +60,35 @@ pub fn search_table(found: &[Found]) -> String {
             "SUMMARY",
         ],
         &rows,
+    )
+}
+
+/// The cluster's Catalogs as a table; the `Serving` message is shown for a catalog that
+/// does not serve. Pure.
+pub fn catalogs_table(rows: &[CatalogRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let count = |n: Option<i64>| n.map_or_else(|| "-".into(), |n| n.to_string());
+            vec![
+                row.name.clone(),
+                row.serving.clone(),
+                count(row.packages),
+                count(row.bundles),
+                row.source.clone(),
+                if row.serving == "True" {
+                    String::new()
+                } else {
+                    row.message.clone()
+                },
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "NAME", "SERVING", "PACKAGES", "BUNDLES", "SOURCE", "MESSAGE",
+        ],
+        &cells,
     )
 }
 

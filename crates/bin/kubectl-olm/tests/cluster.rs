@@ -1,0 +1,187 @@
+//! `kubectl olm` against the real control plane (`KUBECONFIG`, as `make test` provides):
+//! the commands that read and write the cluster, as an administrator and as a user who
+//! may not install.
+
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Command, Output};
+
+use deppy_api::Catalog;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use platform_api::PlatformOperator;
+use serde_json::json;
+
+fn olm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[tokio::test]
+async fn catalogs_are_listed_with_whether_they_serve_and_why_not() {
+    let client = testkit::client().await;
+    testkit::install_crds(&client).await;
+    let name = testkit::unique_name("olm-catalogs");
+    let catalogs: Api<Catalog> = Api::all(client);
+    let catalog: Catalog = serde_json::from_value(json!({
+        "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+        "metadata": {"name": name},
+        "spec": {"source": {"image": {"ref": "registry.example.com/catalog:latest"}}},
+    }))
+    .unwrap();
+    catalogs
+        .create(&PostParams::default(), &catalog)
+        .await
+        .unwrap();
+    // What deppy-resolver would write when the image cannot be pulled.
+    catalogs
+        .patch_status(
+            &name,
+            &PatchParams::apply("deppy-resolver").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+                "status": {"conditions": [{
+                    "type": "Serving", "status": "False", "reason": "UnpackFailed",
+                    "message": "failed to pull registry.example.com/catalog:latest: not found",
+                    "lastTransitionTime": "2026-11-29T00:00:00Z"}]},
+            })),
+        )
+        .await
+        .unwrap();
+
+    let listed = olm(&["catalogs", "-o", "json"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&listed)).unwrap();
+    let row = rows.iter().find(|r| r["name"] == name.as_str()).unwrap();
+    assert_eq!(row["source"], "registry.example.com/catalog:latest");
+    assert_eq!(row["serving"], "False");
+    assert_eq!(
+        row["message"],
+        "failed to pull registry.example.com/catalog:latest: not found"
+    );
+    let table = stdout(&olm(&["catalogs"]));
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(name.as_str()))
+        .unwrap();
+    assert!(
+        line.ends_with("registry.example.com/catalog:latest  failed to pull registry.example.com/catalog:latest: not found"),
+        "{line}"
+    );
+    catalogs
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn install_creates_a_platform_operator_and_uninstall_deletes_it_as_the_user() {
+    let client = testkit::client().await;
+    testkit::install_crds(&client).await;
+    testkit::install_admission(&client).await;
+    let name = testkit::unique_name("olm-install");
+    let operators: Api<PlatformOperator> = Api::all(client);
+
+    let installed = olm(&[
+        "install",
+        "etcd-operator",
+        "--name",
+        &name,
+        "--channel",
+        "stable",
+        "--version",
+        ">=0.9.0 <2.0.0",
+    ]);
+    assert_eq!(installed.status.code(), Some(0), "{}", stderr(&installed));
+    assert_eq!(
+        stdout(&installed),
+        format!(
+            "platformoperator/{name} created: installing package etcd-operator; follow it with `kubectl get platformoperator {name} -w`\n"
+        )
+    );
+    let created = operators.get(&name).await.unwrap();
+    assert_eq!(created.spec.package.name, "etcd-operator");
+    assert_eq!(created.spec.package.channel.as_deref(), Some("stable"));
+    assert_eq!(
+        created.spec.package.version_range.as_deref(),
+        Some(">=0.9.0 <2.0.0")
+    );
+
+    // Again: the API server's refusal, as a sentence, exit code 2.
+    let again = olm(&["install", "etcd-operator", "--name", &name]);
+    assert_eq!(again.status.code(), Some(2));
+    let message = stderr(&again);
+    assert!(
+        message.starts_with(&format!(
+            "kubectl olm: the API server refused to create PlatformOperator {name}: "
+        )) && message.contains("already exists"),
+        "{message}"
+    );
+
+    // A user who is not a cluster administrator may not install, nor uninstall.
+    let other = testkit::unique_name("olm-mallory");
+    let forbidden = olm(&[
+        "install",
+        "etcd-operator",
+        "--name",
+        &other,
+        "--as",
+        "mallory",
+    ]);
+    assert_eq!(forbidden.status.code(), Some(2));
+    assert!(
+        stderr(&forbidden).contains("forbidden"),
+        "{}",
+        stderr(&forbidden)
+    );
+    assert!(operators.get_opt(&other).await.unwrap().is_none());
+    let kept = olm(&["uninstall", &name, "--as", "mallory"]);
+    assert_eq!(kept.status.code(), Some(2));
+    assert!(operators.get_opt(&name).await.unwrap().is_some());
+
+    let uninstalled = olm(&["uninstall", &name]);
+    assert_eq!(
+        uninstalled.status.code(),
+        Some(0),
+        "{}",
+        stderr(&uninstalled)
+    );
+    testkit::wait_for(
+        "the PlatformOperator to be gone",
+        std::time::Duration::from_secs(30),
+        || async {
+            match operators.get_opt(&name).await {
+                Ok(None) => Ok(()),
+                Ok(Some(_)) => Err("still there".to_owned()),
+                Err(err) => Err(err.to_string()),
+            }
+        },
+    )
+    .await;
+    let gone = olm(&["uninstall", &name]);
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(stderr(&gone).contains("not found"), "{}", stderr(&gone));
+}
+
+#[test]
+fn an_unreadable_kubeconfig_is_exit_code_3_naming_the_file() {
+    let output = olm(&["catalogs", "--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        stderr(&output)
+            .starts_with("kubectl olm: cannot read kubeconfig /nonexistent/kubeconfig: "),
+        "{}",
+        stderr(&output)
+    );
+}
