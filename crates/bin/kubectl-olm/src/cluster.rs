@@ -72,7 +72,7 @@ impl ClusterArgs {
 
 /// A failed request as an exit code and a sentence: the API server's own message for a
 /// refusal, else why the cluster could not be reached.
-fn failure(doing: &str, err: kube::Error) -> Failure {
+pub fn failure(doing: &str, err: kube::Error) -> Failure {
     match err {
         kube::Error::Api(status) if status.code == 404 => {
             (NOT_FOUND, format!("failed to {doing}: {}", status.message))

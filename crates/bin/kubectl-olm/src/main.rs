@@ -3,7 +3,7 @@
 //!
 //! - `search`, `show` and `upgrades` read catalogs given on the command line (`--catalog
 //!   DIR` or a catalog image), so a catalog can be checked before it is published;
-//! - `catalogs`, `install` and `uninstall` talk to the cluster with the kubeconfig, as the
+//! - `catalogs`, `install`, `status` and `uninstall` talk to the cluster with the kubeconfig, as the
 //!   user (so RBAC and the admission policies decide what they may do).
 //!
 //! Exit codes, for scripts: 0 done or found, 1 nothing found (no package matched, the
@@ -17,6 +17,7 @@ mod cluster;
 mod output;
 mod search;
 mod show;
+mod status;
 mod upgrades;
 
 use std::io::Write as _;
@@ -100,6 +101,17 @@ enum Command {
         install: cluster::InstallArgs,
         #[command(flatten)]
         cluster: cluster::ClusterArgs,
+    },
+    /// What a PlatformOperator made, as a tree with the health of each part: its
+    /// ActiveResolution, BundleDeployments and the operator's workloads.
+    Status {
+        /// The PlatformOperator (default: every one).
+        name: Option<String>,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = Format::Table)]
+        output: Format,
     },
     /// Uninstall an operator: delete its PlatformOperator (what it installed goes with it;
     /// CRDs that hold custom resources stay).
@@ -227,6 +239,20 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
                 ),
                 code: 0,
             })
+        }
+        Command::Status {
+            name,
+            cluster,
+            output,
+        } => {
+            let trees = on_cluster(async {
+                status::status(cluster.client().await?, name.as_deref()).await
+            })?;
+            let stdout = match output::structured(output, &trees) {
+                Some(text) => text.map_err(|m| (INTERNAL, m))?,
+                None => status::tree_text(&trees),
+            };
+            Ok(Done { stdout, code: 0 })
         }
         Command::Uninstall { name, cluster } => {
             on_cluster(async { cluster::uninstall(cluster.client().await?, &name).await })?;

@@ -7,10 +7,11 @@
 
 use std::process::{Command, Output};
 
-use deppy_api::Catalog;
+use deppy_api::{ActiveResolution, Catalog};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use platform_api::PlatformOperator;
+use rukpak_api::BundleDeployment;
 use serde_json::json;
 
 fn olm(args: &[&str]) -> Output {
@@ -184,4 +185,191 @@ fn an_unreadable_kubeconfig_is_exit_code_3_naming_the_file() {
         "{}",
         stderr(&output)
     );
+}
+
+/// Applies `status` to the status subresource of `api`'s object `name`, as a controller
+/// would write it.
+async fn write_status<K>(
+    api: &Api<K>,
+    name: &str,
+    api_version: &str,
+    kind: &str,
+    status: serde_json::Value,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch_status(
+        name,
+        &PatchParams::apply("kubectl-olm-test").force(),
+        &Patch::Apply(json!({"apiVersion": api_version, "kind": kind, "status": status})),
+    )
+    .await
+    .unwrap();
+}
+
+fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
+    json!({"type": type_, "status": status, "reason": reason, "message": message,
+        "lastTransitionTime": "2026-11-29T00:00:00Z"})
+}
+
+#[tokio::test]
+async fn status_draws_what_a_platform_operator_made_with_the_health_of_each_part() {
+    let client = testkit::client().await;
+    testkit::install_crds(&client).await;
+    testkit::install_admission(&client).await;
+    let namespace = testkit::TestNamespace::create(&client, "olm-status").await;
+    let ns = namespace.name().to_owned();
+    let name = testkit::unique_name("olm-status");
+    let child = format!("package-{name}");
+
+    // What the controllers would have made: the PlatformOperator, its ActiveResolution,
+    // the wrapper BundleDeployment and one child, and the operator's Deployment (0
+    // replicas, so its readiness does not depend on the simulated node).
+    let operators: Api<PlatformOperator> = Api::all(client.clone());
+    operators
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "metadata": {"name": name}, "spec": {"package": {"name": "etcd-operator"}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    write_status(
+        &operators,
+        &name,
+        "platform.openshift.io/v1alpha1",
+        "PlatformOperator",
+        json!({
+        "conditions": [
+            condition("Installed", "False", "InstallFailed", "the operator is not healthy"),
+            condition("Progressing", "False", "Settled", "nothing to do"),
+        ]}),
+    )
+    .await;
+    let resolutions: Api<ActiveResolution> = Api::all(client.clone());
+    resolutions
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "deppy.io/v1alpha1", "kind": "ActiveResolution",
+                "metadata": {"name": name},
+                "spec": {"constraints": [{"required": {"name": "etcd-operator"}}]},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    write_status(
+        &resolutions,
+        &name,
+        "deppy.io/v1alpha1",
+        "ActiveResolution",
+        json!({
+        "conditions": [
+            condition("Resolved", "True", "Resolved", "resolved"),
+            condition("Activated", "True", "Activated", "activated"),
+        ]}),
+    )
+    .await;
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    for bd in [&name, &child] {
+        deployments
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+                    "metadata": {"name": bd},
+                    "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
+                        "provisionerClassName": "core-rukpak-io-plain",
+                        "source": {"type": "image", "image": {"ref": "registry.example.com/b:v1"}}}}},
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    write_status(
+        &deployments,
+        &name,
+        "core.rukpak.io/v1alpha1",
+        "BundleDeployment",
+        json!({
+        "activeBundle": format!("{name}-1"),
+        "inventory": [{"group": "core.rukpak.io", "version": "v1alpha1",
+            "kind": "BundleDeployment", "name": child}],
+        "conditions": [
+            condition("Installed", "True", "InstallationSucceeded", "installed"),
+            condition("Healthy", "True", "Healthy", "healthy"),
+        ]}),
+    )
+    .await;
+    write_status(&deployments, &child, "core.rukpak.io/v1alpha1", "BundleDeployment", json!({
+        "activeBundle": format!("{child}-2"),
+        "inventory": [
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "manager"},
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "gone"},
+            {"group": "", "version": "v1", "kind": "ServiceAccount", "namespace": ns, "name": "manager"},
+        ],
+        "conditions": [
+            condition("Installed", "True", "InstallationSucceeded", "installed"),
+            condition("Healthy", "False", "Unhealthy", "Deployment manager: 0 of 1 replicas available"),
+        ]})).await;
+    let apps: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), &ns);
+    apps.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": "manager"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "manager"}},
+                "template": {"metadata": {"labels": {"app": "manager"}},
+                    "spec": {"containers": [{"name": "manager", "image": "registry.example.com/manager:v1"}]}}},
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+
+    let shown = olm(&["status", &name]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    let expected = [
+        format!("PlatformOperator {name}: Installed=False, Progressing=False"),
+        "    InstallFailed: the operator is not healthy".to_owned(),
+        format!("└─ ActiveResolution {name}: Resolved=True, Activated=True"),
+        format!("   └─ BundleDeployment {name}: Installed=True, Healthy=True, Bundle {name}-1"),
+        format!(
+            "      └─ BundleDeployment {child}: Installed=True, Healthy=False, Bundle {child}-2"
+        ),
+        "             Unhealthy: Deployment manager: 0 of 1 replicas available".to_owned(),
+        format!("         ├─ Deployment {ns}/manager: 0/0 ready"),
+        format!("         └─ Deployment {ns}/gone: missing"),
+    ];
+    assert_eq!(stdout(&shown), expected.join("\n") + "\n");
+    let json = olm(&["status", &name, "-o", "json"]);
+    let trees: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(
+        trees[0]["children"][0]["children"][0]["children"][0]["name"],
+        child.as_str()
+    );
+
+    // A PlatformOperator that does not exist: nothing found.
+    let unknown = olm(&["status", "no-such-operator"]);
+    assert_eq!(unknown.status.code(), Some(1));
+
+    for bd in [&name, &child] {
+        deployments
+            .delete(bd, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    resolutions
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    operators
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    namespace.delete().await;
 }
