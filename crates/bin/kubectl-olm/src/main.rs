@@ -3,7 +3,7 @@
 //!
 //! - `search`, `show` and `upgrades` read catalogs given on the command line (`--catalog
 //!   DIR` or a catalog image), so a catalog can be checked before it is published;
-//! - `catalogs`, `install`, `status` and `uninstall` talk to the cluster with the kubeconfig, as the
+//! - `catalogs`, `install`, `status`, `plan`, `approve` and `uninstall` talk to the cluster with the kubeconfig, as the
 //!   user (so RBAC and the admission policies decide what they may do).
 //!
 //! Exit codes, for scripts: 0 done or found, 1 nothing found (no package matched, the
@@ -12,6 +12,7 @@
 //! 3 the cluster unreachable or an internal failure. Results go to stdout, messages to
 //! stderr.
 
+mod approval;
 mod catalogs;
 mod cluster;
 mod output;
@@ -112,6 +113,25 @@ enum Command {
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = Format::Table)]
         output: Format,
+    },
+    /// The revisions waiting for approval under a PlatformOperator (or a BundleDeployment)
+    /// with `upgradeApproval: Manual`: what each would add, change, remove and grant.
+    Plan {
+        /// The PlatformOperator or BundleDeployment.
+        name: String,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
+    },
+    /// Approve a revision waiting under a PlatformOperator (or a BundleDeployment): exactly
+    /// the digest given, or the only one waiting.
+    Approve {
+        /// The PlatformOperator or BundleDeployment.
+        name: String,
+        /// The content digest to approve, as `plan` shows it.
+        #[arg(long, value_name = "sha256:...")]
+        digest: Option<String>,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
     },
     /// Uninstall an operator: delete its PlatformOperator (what it installed goes with it;
     /// CRDs that hold custom resources stay).
@@ -252,6 +272,21 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
                 Some(text) => text.map_err(|m| (INTERNAL, m))?,
                 None => status::tree_text(&trees),
             };
+            Ok(Done { stdout, code: 0 })
+        }
+        Command::Plan { name, cluster } => {
+            let stdout =
+                on_cluster(async { approval::plan(cluster.client().await?, &name).await })?;
+            Ok(Done { stdout, code: 0 })
+        }
+        Command::Approve {
+            name,
+            digest,
+            cluster,
+        } => {
+            let stdout = on_cluster(async {
+                approval::approve(cluster.client().await?, &name, digest.as_deref()).await
+            })?;
             Ok(Done { stdout, code: 0 })
         }
         Command::Uninstall { name, cluster } => {

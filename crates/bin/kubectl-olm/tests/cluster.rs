@@ -373,3 +373,165 @@ async fn status_draws_what_a_platform_operator_made_with_the_health_of_each_part
         .unwrap();
     namespace.delete().await;
 }
+
+#[tokio::test]
+async fn plan_shows_what_waits_and_approve_approves_exactly_that_digest() {
+    let client = testkit::client().await;
+    testkit::install_crds(&client).await;
+    testkit::install_admission(&client).await;
+    let name = testkit::unique_name("olm-approve");
+    let child = format!("package-{name}");
+    let digest = format!("sha256:{}", "ab".repeat(32));
+
+    let operators: Api<PlatformOperator> = Api::all(client.clone());
+    operators
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "metadata": {"name": name},
+                "spec": {"package": {"name": "etcd-operator"}, "upgradeApproval": "Manual"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let deployments: Api<BundleDeployment> = Api::all(client.clone());
+    for (bd, labels) in [
+        (&name, json!({})),
+        (
+            &child,
+            json!({"core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": name}),
+        ),
+    ] {
+        deployments
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+                    "metadata": {"name": bd, "labels": labels},
+                    "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
+                        "provisionerClassName": "core-rukpak-io-plain",
+                        "source": {"type": "image", "image": {"ref": "registry.example.com/b:v2"}}}}},
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    write_status(
+        &deployments,
+        &name,
+        "core.rukpak.io/v1alpha1",
+        "BundleDeployment",
+        json!({
+        "inventory": [{"group": "core.rukpak.io", "version": "v1alpha1",
+            "kind": "BundleDeployment", "name": child}]}),
+    )
+    .await;
+    write_status(
+        &deployments,
+        &child,
+        "core.rukpak.io/v1alpha1",
+        "BundleDeployment",
+        json!({
+        "pendingRevision": {
+            "revision": 2, "bundle": format!("{child}-2"), "digest": digest,
+            "added": ["Deployment etcd/etcd-operator-metrics"],
+            "permissionsAdded": ["ClusterRole etcd-operator: get, list, watch secrets"],
+        }}),
+    )
+    .await;
+
+    let plan = olm(&["plan", &name]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert_eq!(
+        stdout(&plan),
+        format!(
+            "BundleDeployment {child}: revision 2 is waiting for approval\n  bundle: {child}-2\n  digest: {digest}\n\n\
+             To approve it:\n  kubectl olm approve {name} --digest {digest}\n\n\
+             Added (1):\n  - Deployment etcd/etcd-operator-metrics\n\n\
+             Permissions added (1):\n  - ClusterRole etcd-operator: get, list, watch secrets\n"
+        )
+    );
+
+    // A digest that is not the one waiting approves nothing.
+    let other = format!("sha256:{}", "cd".repeat(32));
+    let wrong = olm(&["approve", &name, "--digest", &other]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("nothing was approved"),
+        "{}",
+        stderr(&wrong)
+    );
+    assert_eq!(
+        operators.get(&name).await.unwrap().spec.approved_revision,
+        None
+    );
+    // Nor does someone who may not change the PlatformOperator.
+    let forbidden = olm(&["approve", &name, "--digest", &digest, "--as", "mallory"]);
+    assert_eq!(forbidden.status.code(), Some(2));
+    assert!(
+        stderr(&forbidden).contains("forbidden"),
+        "{}",
+        stderr(&forbidden)
+    );
+    assert_eq!(
+        operators.get(&name).await.unwrap().spec.approved_revision,
+        None
+    );
+    // The child's own spec would be overwritten by its wrapper: refused, naming where.
+    let managed = olm(&["approve", &child]);
+    assert_eq!(managed.status.code(), Some(2));
+    assert!(
+        stderr(&managed).contains(&format!(
+            "approve through its PlatformOperator: kubectl olm approve {name}"
+        )),
+        "{}",
+        stderr(&managed)
+    );
+
+    let approved = olm(&["approve", &name, "--digest", &digest]);
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    assert_eq!(
+        stdout(&approved),
+        format!("approved revision 2 of BundleDeployment {child} ({digest})\n")
+    );
+    assert_eq!(
+        operators
+            .get(&name)
+            .await
+            .unwrap()
+            .spec
+            .approved_revision
+            .as_deref(),
+        Some(digest.as_str())
+    );
+
+    // Nothing waits under the wrapper alone once its status says so.
+    write_status(
+        &deployments,
+        &child,
+        "core.rukpak.io/v1alpha1",
+        "BundleDeployment",
+        json!({}),
+    )
+    .await;
+    let nothing = olm(&["plan", &name]);
+    assert_eq!(nothing.status.code(), Some(1));
+    assert_eq!(
+        stderr(&nothing),
+        format!("kubectl olm: nothing under {name} waits for approval\n")
+    );
+
+    for bd in [&name, &child] {
+        deployments
+            .delete(bd, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    operators
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+}

@@ -769,8 +769,7 @@ fn broad_marker(role: &RoleRef<'_>, scope: Scope<'_>, proposed: &[Proposed<'_>])
 // ---------------------------------------------------------------------------------------
 
 /// Text for a terminal (the `rukpak-core plan` command): the revision, bundle and digest,
-/// the command that approves it, then the sections Added, Changed, Removed, Permissions
-/// added and Refused, leaving out empty ones ("No changes" when all are empty).
+/// the command that approves it, then [`render_changes`].
 pub fn render(deployment: &str, pending: &rukpak_api::PendingRevision) -> String {
     let mut out = format!(
         "BundleDeployment {deployment}: revision {} is waiting for approval\n  \
@@ -780,6 +779,14 @@ pub fn render(deployment: &str, pending: &rukpak_api::PendingRevision) -> String
         pending.digest,
         approve_command(deployment, &pending.digest),
     );
+    out.push_str(&render_changes(pending));
+    out
+}
+
+/// What a pending revision changes, for a terminal: the sections Added, Changed, Removed,
+/// Permissions added and Refused, each after a blank line, leaving out empty ones ("No
+/// changes" when all are empty).
+pub fn render_changes(pending: &rukpak_api::PendingRevision) -> String {
     let sections: [(&str, &[String]); 5] = [
         ("Added", &pending.added),
         ("Changed", &pending.changed),
@@ -791,9 +798,9 @@ pub fn render(deployment: &str, pending: &rukpak_api::PendingRevision) -> String
         ),
     ];
     if sections.iter().all(|(_, items)| items.is_empty()) {
-        out.push_str("\nNo changes\n");
-        return out;
+        return "\nNo changes\n".to_owned();
     }
+    let mut out = String::new();
     for (title, items) in sections {
         if items.is_empty() {
             continue;
