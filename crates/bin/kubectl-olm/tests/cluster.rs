@@ -207,6 +207,42 @@ async fn write_status<K>(
     .unwrap();
 }
 
+/// Creates the object `value` describes with `api`.
+async fn create<K>(api: &Api<K>, value: serde_json::Value)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(value).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+/// A BundleDeployment of the plain class, with `labels`.
+fn bundle_deployment(name: &str, labels: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            "source": {"type": "image", "image": {"ref": "registry.example.com/b:v1"}}}}},
+    })
+}
+
+/// A PlatformOperator for etcd-operator, with `spec` added.
+fn platform_operator(name: &str, spec: serde_json::Value) -> serde_json::Value {
+    let mut value = json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+        "metadata": {"name": name}, "spec": {"package": {"name": "etcd-operator"}},
+    });
+    if let (Some(all), Some(more)) = (value["spec"].as_object_mut(), spec.as_object()) {
+        all.extend(more.clone());
+    }
+    value
+}
+
 fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
     json!({"type": type_, "status": status, "reason": reason, "message": message,
         "lastTransitionTime": "2026-11-29T00:00:00Z"})
@@ -226,17 +262,7 @@ async fn status_draws_what_a_platform_operator_made_with_the_health_of_each_part
     // the wrapper BundleDeployment and one child, and the operator's Deployment (0
     // replicas, so its readiness does not depend on the simulated node).
     let operators: Api<PlatformOperator> = Api::all(client.clone());
-    operators
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
-                "metadata": {"name": name}, "spec": {"package": {"name": "etcd-operator"}},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    create(&operators, platform_operator(&name, json!({}))).await;
     write_status(
         &operators,
         &name,
@@ -250,18 +276,15 @@ async fn status_draws_what_a_platform_operator_made_with_the_health_of_each_part
     )
     .await;
     let resolutions: Api<ActiveResolution> = Api::all(client.clone());
-    resolutions
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "deppy.io/v1alpha1", "kind": "ActiveResolution",
-                "metadata": {"name": name},
-                "spec": {"constraints": [{"required": {"name": "etcd-operator"}}]},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    create(
+        &resolutions,
+        json!({
+            "apiVersion": "deppy.io/v1alpha1", "kind": "ActiveResolution",
+            "metadata": {"name": name},
+            "spec": {"constraints": [{"required": {"name": "etcd-operator"}}]},
+        }),
+    )
+    .await;
     write_status(
         &resolutions,
         &name,
@@ -276,20 +299,7 @@ async fn status_draws_what_a_platform_operator_made_with_the_health_of_each_part
     .await;
     let deployments: Api<BundleDeployment> = Api::all(client.clone());
     for bd in [&name, &child] {
-        deployments
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({
-                    "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-                    "metadata": {"name": bd},
-                    "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
-                        "provisionerClassName": "core-rukpak-io-plain",
-                        "source": {"type": "image", "image": {"ref": "registry.example.com/b:v1"}}}}},
-                }))
-                .unwrap(),
-            )
-            .await
-            .unwrap();
+        create(&deployments, bundle_deployment(bd, json!({}))).await;
     }
     write_status(
         &deployments,
@@ -384,18 +394,11 @@ async fn plan_shows_what_waits_and_approve_approves_exactly_that_digest() {
     let digest = format!("sha256:{}", "ab".repeat(32));
 
     let operators: Api<PlatformOperator> = Api::all(client.clone());
-    operators
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
-                "metadata": {"name": name},
-                "spec": {"package": {"name": "etcd-operator"}, "upgradeApproval": "Manual"},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    create(
+        &operators,
+        platform_operator(&name, json!({"upgradeApproval": "Manual"})),
+    )
+    .await;
     let deployments: Api<BundleDeployment> = Api::all(client.clone());
     for (bd, labels) in [
         (&name, json!({})),
@@ -404,20 +407,7 @@ async fn plan_shows_what_waits_and_approve_approves_exactly_that_digest() {
             json!({"core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": name}),
         ),
     ] {
-        deployments
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({
-                    "apiVersion": "core.rukpak.io/v1alpha1", "kind": "BundleDeployment",
-                    "metadata": {"name": bd, "labels": labels},
-                    "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {"spec": {
-                        "provisionerClassName": "core-rukpak-io-plain",
-                        "source": {"type": "image", "image": {"ref": "registry.example.com/b:v2"}}}}},
-                }))
-                .unwrap(),
-            )
-            .await
-            .unwrap();
+        create(&deployments, bundle_deployment(bd, labels)).await;
     }
     write_status(
         &deployments,
