@@ -6,6 +6,8 @@
 //!   into its typed blob; with [`Detail::Resolution`] (the `_with` variants) only what
 //!   resolution reads is kept, which for a catalog with inlined manifests and icons is a small
 //!   part of its size.
+//! - [`for_each_document`] gives each document of a file as one line of compact JSON with its
+//!   outline, numbered as [`Location`] numbers them, for serving blobs verbatim.
 //! - [`CatalogBuilder`] takes the same files one at a time in any order (e.g. as they come
 //!   out of an archive), so no more than one file's bytes need to be held at once.
 //! - [`CatalogIndex::new`] checks the rules that span blobs (duplicates, references, channel
@@ -27,6 +29,7 @@ mod constraint;
 mod csv_check;
 mod detail;
 mod dir;
+mod documents;
 mod error;
 mod evaluate;
 mod gvk;
@@ -46,6 +49,7 @@ mod stream;
 pub use channel::{ChannelError, ChannelGraph};
 pub use constraint::{Constraint, ConstraintExpr, ConstraintParseError};
 pub use detail::Detail;
+pub use documents::{Document, DocumentError, for_each_document};
 pub use error::ParseError;
 pub use evaluate::ConstraintError;
 pub use gvk::Gvk;

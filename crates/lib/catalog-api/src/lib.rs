@@ -1,0 +1,23 @@
+//! The catalog query API: each served Catalog's blobs over HTTPS, on catalogd's paths.
+//!
+//! - [`store`]: a catalog's blobs written once to an unnamed file, one JSON document per
+//!   line, with an index of where each blob is; queries read only what they return.
+//! - [`packages`]: the `packages` summary (channels, heads, versions, deprecations), which
+//!   catalogd does not have.
+//! - [`access`]: TokenReview and SubjectAccessReview (`get` on `catalogs/content`).
+//! - [`http`]: the routes, conditional requests, gzip and bounded streaming.
+//! - [`server`]: TLS with a swappable certificate and per-connection timeouts.
+//!
+//! The API reference is docs/catalog-api.md.
+
+pub mod access;
+pub mod http;
+pub mod packages;
+pub mod server;
+pub mod store;
+
+pub use access::{Access, Denied};
+pub use http::{Authorize, Catalogs, router};
+pub use packages::{ChannelSummary, PackageSummary};
+pub use server::{ServingCertificate, serve};
+pub use store::{Filter, Selection, StoreBuilder, StoreError, StoredCatalog};

@@ -1,0 +1,152 @@
+//! Serving the routes over TLS: a certificate that can be swapped while serving, one task per
+//! connection, and timeouts so a client that stops reading or writing is cut off instead of
+//! holding memory and a connection slot.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+use tokio_io_timeout::TimeoutStream;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+/// A TLS handshake must finish within this.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection whose client takes nothing for this long is closed (a stalled reader).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A connection that sends nothing for this long is closed (idle keep-alive included).
+const READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A serving certificate that [`ServingCertificate::set`] replaces while serving: new
+/// connections get the new one.
+#[derive(Debug, Default)]
+pub struct ServingCertificate(RwLock<Option<Arc<CertifiedKey>>>);
+
+/// A certificate or key that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot use the serving certificate: {0}")]
+pub struct CertificateError(String);
+
+impl ServingCertificate {
+    /// Serves `chain_pem` (leaf first) with `key_pem` (PKCS#8, SEC1 or PKCS#1) from now on.
+    pub fn set(&self, chain_pem: &[u8], key_pem: &[u8]) -> Result<(), CertificateError> {
+        let chain = CertificateDer::pem_slice_iter(chain_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| CertificateError(format!("certificate: {err}")))?;
+        if chain.is_empty() {
+            return Err(CertificateError("no certificate in the PEM".to_owned()));
+        }
+        let key = PrivateKeyDer::from_pem_slice(key_pem)
+            .map_err(|err| CertificateError(format!("key: {err}")))?;
+        let signing = rustls::crypto::ring::sign::any_supported_type(&key)
+            .map_err(|err| CertificateError(format!("key: {err}")))?;
+        let mut current = self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *current = Some(Arc::new(CertifiedKey::new(chain, signing)));
+        Ok(())
+    }
+
+    /// Whether a certificate has been set.
+    pub fn is_set(&self) -> bool {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+}
+
+impl ResolvesServerCert for ServingCertificate {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Serves `router` over TLS on `listener` until `shutdown`.
+pub async fn serve(
+    listener: TcpListener,
+    certificate: Arc<ServingCertificate>,
+    router: Router,
+    shutdown: CancellationToken,
+) -> Result<(), rustls::Error> {
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_cert_resolver(certificate);
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                // Out of file descriptors, usually: wait rather than spin.
+                tracing::warn!("catalog API: failed to accept a connection: {err}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(connection(
+            tcp,
+            peer,
+            acceptor.clone(),
+            router.clone(),
+            shutdown.clone(),
+        ));
+    }
+}
+
+async fn connection(
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    router: Router,
+    shutdown: CancellationToken,
+) {
+    // Handshakes run in each connection's own task: one slow client does not hold up the rest.
+    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(err)) => {
+            tracing::debug!(%peer, "catalog API: TLS handshake failed: {err}");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "catalog API: TLS handshake timed out");
+            return;
+        }
+    };
+    let mut timed = TimeoutStream::new(tls);
+    timed.set_write_timeout(Some(WRITE_TIMEOUT));
+    timed.set_read_timeout(Some(READ_TIMEOUT));
+    let io = TokioIo::new(Box::pin(timed) as Pin<Box<_>>);
+    let service = TowerToHyperService::new(router);
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(err) = result {
+                tracing::debug!(%peer, "catalog API: connection ended: {err}");
+            }
+        }
+        () = shutdown.cancelled() => {}
+    }
+}
