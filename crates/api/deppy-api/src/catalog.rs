@@ -113,6 +113,12 @@ pub struct CatalogStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle_index: Option<ContentRef>,
 
+    /// Where the catalog's content can be read over HTTPS (the catalog query API), as
+    /// catalogd publishes it. Absent while the catalog is not served, and when
+    /// deppy-resolver runs without the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<CatalogUrls>,
+
     /// Number of packages in the catalog.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages: Option<i64>,
@@ -133,4 +139,16 @@ pub struct CatalogStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "api_common::conditions_schema")]
     pub conditions: Vec<Condition>,
+}
+
+/// The addresses of a served catalog's content.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogUrls {
+    /// The catalog's base URL, e.g.
+    /// `https://deppy-catalogs.deppy-system.svc/catalogs/operatorhub`. Append `/api/v1/all`
+    /// for every blob, `/api/v1/metas?schema=&package=&name=` for some, or
+    /// `/api/v1/packages` for a summary of each package. Reading needs a bearer token whose
+    /// user may `get` the `catalogs/content` subresource of this Catalog.
+    pub base: String,
 }

@@ -18,7 +18,8 @@ pub use bundle_index::{
     IndexedPackage,
 };
 pub use catalog::{
-    Catalog, CatalogSource, CatalogSpec, CatalogStatus, ConfigMapCatalogSource, ImageCatalogSource,
+    Catalog, CatalogSource, CatalogSpec, CatalogStatus, CatalogUrls, ConfigMapCatalogSource,
+    ImageCatalogSource,
 };
 pub use selection::{Selection, SelectionError};
 

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use deppy_resolver::controller::{self, Metrics, ServedCatalogs, Settings, error_chain};
+use deppy_resolver::controller::{
+    self, ApiSettings, Metrics, ServedCatalogs, Settings, error_chain,
+};
 use kit::admin::Admin;
 use kit::cli::{AdminArgs, ClientArgs, LeaderElectionArgs, TelemetryArgs};
 
@@ -37,6 +39,21 @@ pub(crate) struct RunArgs {
     /// sharding, or several instances on one cluster).
     #[arg(long, env = "WATCH_SELECTOR")]
     watch_selector: Option<String>,
+
+    /// Serve the catalog query API over HTTPS on this address (e.g. `0.0.0.0:8443`); off
+    /// when not set. See docs/catalog-api.md.
+    #[arg(long, env = "CATALOG_API_ADDRESS")]
+    catalog_api_address: Option<std::net::SocketAddr>,
+
+    /// The URL clients reach the catalog query API at, published in each Catalog's
+    /// `status.urls.base`. Default: `https://deppy-catalogs.<system namespace>.svc`.
+    #[arg(long, env = "CATALOG_API_URL")]
+    catalog_api_url: Option<String>,
+
+    /// Directory for the catalog query API's store files (unnamed files: nothing is left
+    /// behind). Needs room for every served catalog's uncompressed blobs.
+    #[arg(long, env = "CATALOG_API_STORE", default_value = "/tmp")]
+    catalog_api_store: std::path::PathBuf,
 }
 
 impl RunArgs {
@@ -57,6 +74,22 @@ impl RunArgs {
             unpack: self.source.unpack_options(),
             selector: self.watch_selector.clone(),
             content_sweep_interval: self.source.content_sweep_interval,
+            api: self.catalog_api_address.map(|address| ApiSettings {
+                address,
+                store_dir: self.catalog_api_store.clone(),
+                base_url: self
+                    .catalog_api_url
+                    .clone()
+                    .unwrap_or_else(|| {
+                        format!(
+                            "https://{}.{}.svc",
+                            controller::api::SERVICE,
+                            self.system_namespace
+                        )
+                    })
+                    .trim_end_matches('/')
+                    .to_owned(),
+            }),
         };
         let readiness = admin.readiness.clone();
         kit::serve::controllers(

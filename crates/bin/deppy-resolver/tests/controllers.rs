@@ -60,6 +60,7 @@ async fn setup() -> Client {
                     unpack: content::UnpackOptions::default(),
                     selector: None,
                     content_sweep_interval: Duration::from_secs(600),
+                    api: None,
                 };
                 controller::run(
                     client,
@@ -724,6 +725,7 @@ async fn a_restarted_controller_serves_a_catalog_from_the_content_store_without_
                 unpack: content::UnpackOptions::default(),
                 selector: None,
                 content_sweep_interval: Duration::from_secs(600),
+                api: None,
             };
             controller::run(
                 client,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deppy_api::conditions::{TYPE_SERVING, TYPE_UNPACKED, reasons};
-use deppy_api::{BundleIndex, Catalog, CatalogSource, CatalogStatus, ContentRef};
+use deppy_api::{BundleIndex, Catalog, CatalogSource, CatalogStatus, CatalogUrls, ContentRef};
 use fbc::CatalogIndex;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -192,7 +192,8 @@ async fn reconcile_catalog(catalog: &Catalog, ctx: &Context) -> Result<Action, E
         },
     };
     let now = kit::conditions::now();
-    let next = status_after(&current, &outcome, generation, &now);
+    let mut next = status_after(&current, &outcome, generation, &now);
+    next.urls = urls(&next, ctx.settings.api.as_ref(), &name, generation);
     if next != current {
         write_status(catalog, ctx, &current, &next).await?;
     }
@@ -310,6 +311,20 @@ fn status_after(
         Outcome::Unchanged(_) | Outcome::Failed { .. } => {}
     }
     next
+}
+
+/// Where the catalog query API serves the catalog: set while it is Serving and the API is
+/// on. Pure.
+fn urls(
+    status: &CatalogStatus,
+    api: Option<&super::ApiSettings>,
+    name: &str,
+    generation: Option<i64>,
+) -> Option<CatalogUrls> {
+    let api = api?;
+    kit::conditions::is_true(&status.conditions, TYPE_SERVING, generation).then(|| CatalogUrls {
+        base: format!("{}/catalogs/{name}", api.base_url),
+    })
 }
 
 /// When a Catalog is looked at again.
@@ -438,6 +453,7 @@ async fn serve(
             resolved_source: resolved_source.clone(),
             source_key,
             content_digest: digest,
+            stored: parsed.stored,
         },
     );
     ctx.notify_catalogs_changed();
@@ -450,10 +466,12 @@ async fn serve(
     })
 }
 
-/// A parsed catalog and its bundle index as content (or why that could not be built).
+/// A parsed catalog, its bundle index as content (or why that could not be built) and its
+/// blobs as the catalog query API serves them.
 struct Parsed {
     index: Arc<CatalogIndex>,
     bundle_index: Result<content::Content, String>,
+    stored: Option<Arc<catalog_api::StoredCatalog>>,
 }
 
 /// Parses `content` off the async workers; the error is a message for the user. A catalog
@@ -462,20 +480,23 @@ struct Parsed {
 async fn parse(ctx: &Context, content: &content::Content) -> Result<Parsed, String> {
     let limits = ctx.settings.unpack.limits;
     let digest = content.digest().to_string();
-    if let Some(index) = ctx.catalogs.by_content(&digest) {
+    if let Some((index, stored)) = ctx.catalogs.by_content(&digest) {
         let bundle_index = loading::index_content(&BundleIndex::from_catalog(&index), &limits);
         return Ok(Parsed {
             index,
             bundle_index,
+            stored,
         });
     }
     let content = content.clone();
+    let store_dir = ctx.settings.api.as_ref().map(|api| api.store_dir.clone());
     tokio::task::spawn_blocking(move || {
-        let index = loading::parse(&content, &limits)?;
+        let (index, stored) = loading::parse(&content, &limits, store_dir.as_deref())?;
         let bundle_index = loading::index_content(&BundleIndex::from_catalog(&index), &limits);
         Ok(Parsed {
             index: Arc::new(index),
             bundle_index,
+            stored: stored.map(Arc::new),
         })
     })
     .await

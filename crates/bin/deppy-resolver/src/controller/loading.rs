@@ -8,6 +8,9 @@
 //! through [`content::Content::files`] instead, which resolves them.
 
 use std::io::Read;
+use std::path::Path;
+
+use catalog_api::{StoreBuilder, StoredCatalog};
 
 use content::{Content, Limits};
 use deppy_api::{BUNDLE_INDEX_FILE, BundleIndex};
@@ -17,23 +20,64 @@ use tar::EntryType;
 use super::error_chain;
 
 /// Parses `content` as a file-based catalog, keeping what resolution reads
-/// ([`Detail::Resolution`]); the error is a message for the user. CPU-bound: call it off
-/// the async workers.
-pub(super) fn parse(content: &Content, limits: &Limits) -> Result<CatalogIndex, String> {
-    match stream(content, limits)? {
-        Some(builder) => builder.finish_index().map_err(|err| error_chain(&err)),
+/// ([`Detail::Resolution`]); the error is a message for the user. With `store_dir`, the
+/// catalog's blobs are also written for the catalog query API as they are read; a store
+/// that cannot be written is logged and left out (resolution does not need it). CPU-bound:
+/// call it off the async workers.
+pub(super) fn parse(
+    content: &Content,
+    limits: &Limits,
+    store_dir: Option<&Path>,
+) -> Result<(CatalogIndex, Option<StoredCatalog>), String> {
+    let mut store = store_dir.and_then(|dir| {
+        StoreBuilder::new(dir)
+            .inspect_err(|err| {
+                tracing::warn!(error = %error_chain(err), "the catalog query API will not serve this catalog");
+            })
+            .ok()
+    });
+    let index = match stream(content, limits, &mut store)? {
+        Some(builder) => builder.finish_index().map_err(|err| error_chain(&err))?,
         None => {
             let files = content.files(limits).map_err(|err| error_chain(&err))?;
+            // The streamed store saw only part of the archive; write it again from the files.
+            store = store_dir.and_then(|dir| StoreBuilder::new(dir).ok());
+            for (path, contents) in files.iter() {
+                add_to_store(&mut store, path, contents);
+            }
             CatalogIndex::from_files_with(files.iter(), Detail::Resolution)
-                .map_err(|err| error_chain(&err))
+                .map_err(|err| error_chain(&err))?
         }
+    };
+    let stored = store.and_then(|store| {
+        store
+            .finish(&index, content.digest().to_string())
+            .inspect_err(|err| {
+                tracing::warn!(error = %error_chain(err), "the catalog query API will not serve this catalog");
+            })
+            .ok()
+    });
+    Ok((index, stored))
+}
+
+/// Writes one file to the store, dropping the store (with a warning) when that fails.
+fn add_to_store(store: &mut Option<StoreBuilder>, path: &str, contents: &[u8]) {
+    if let Some(builder) = store
+        && let Err(err) = builder.add_file(path, contents)
+    {
+        tracing::warn!(error = %error_chain(&err), "the catalog query API will not serve this catalog");
+        *store = None;
     }
 }
 
-/// Every regular file of the archive, parsed as it is read; `None` when the archive holds
-/// an entry only the content crate's extractor handles (a link), so the caller reads it
-/// that way instead.
-fn stream(content: &Content, limits: &Limits) -> Result<Option<CatalogBuilder>, String> {
+/// Every regular file of the archive, parsed (and stored) as it is read; `None` when the
+/// archive holds an entry only the content crate's extractor handles (a link), so the
+/// caller reads it that way instead.
+fn stream(
+    content: &Content,
+    limits: &Limits,
+    store: &mut Option<StoreBuilder>,
+) -> Result<Option<CatalogBuilder>, String> {
     let mut builder = CatalogBuilder::new(Detail::Resolution);
     let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(content.reader()));
     let mut archive = tar::Archive::new(Bounded {
@@ -66,6 +110,7 @@ fn stream(content: &Content, limits: &Limits) -> Result<Option<CatalogBuilder>, 
                 data.clear();
                 entry.read_to_end(&mut data).map_err(broken)?;
                 builder.add_file(&path, &data);
+                add_to_store(store, &path, &data);
                 // Keep the buffer for the next file unless this one was unusually large.
                 if data.capacity() > 16 * 1024 * 1024 {
                     data = Vec::new();
@@ -161,6 +206,63 @@ mod tests {
         out
     }
 
+    fn parse_index(content: &Content, limits: &Limits) -> Result<CatalogIndex, String> {
+        parse(content, limits, None).map(|(index, _)| index)
+    }
+
+    /// Every stored blob, as lines.
+    fn stored_lines(stored: &StoredCatalog) -> Vec<String> {
+        let all = stored.all();
+        let mut text = Vec::new();
+        for (start, end) in all.spans {
+            text.extend_from_slice(&stored.read(start, (end - start) as usize).unwrap());
+        }
+        String::from_utf8(text)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn the_store_holds_the_blobs_the_index_holds_streamed_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::default();
+        let streamed = archive(
+            &[
+                ("b/catalog.json", package("b", &["1.0.0"], None)),
+                ("a/catalog.json", package("a", &["0.1.0"], None)),
+                (
+                    "a/-old.json",
+                    "{\"schema\":\"olm.package\",\"name\":\"old\"}".to_owned(),
+                ),
+                ("a/.indexignore", "-old.json\n".to_owned()),
+            ],
+            &[],
+        );
+        let (index, stored) = parse(&streamed, &limits, Some(dir.path())).unwrap();
+        let stored = stored.unwrap();
+        let lines = stored_lines(&stored);
+        // a's package, channel and bundle, then b's: path order; the ignored file is not served.
+        assert_eq!(lines.len(), 6);
+        assert_eq!(stored.blob_count(), index.catalog().packages.len() * 3);
+        assert!(lines[0].contains("\"name\":\"a\""), "{lines:?}");
+        assert!(!lines.iter().any(|line| line.contains("old")), "{lines:?}");
+        assert_eq!(stored.etag(), streamed.digest().to_string());
+        // Nothing is left in the directory: the store file has no name.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        let linked = archive(
+            &[
+                ("data/catalog.json", package("a", &["0.1.0"], None)),
+                (".indexignore", "data/\n".to_owned()),
+            ],
+            &[("configs/catalog.json", "../data/catalog.json")],
+        );
+        let (_, stored) = parse(&linked, &limits, Some(dir.path())).unwrap();
+        assert_eq!(stored_lines(&stored.unwrap()).len(), 3);
+    }
+
     #[test]
     fn streaming_parses_what_the_file_map_parses() {
         let content = archive(
@@ -173,8 +275,11 @@ mod tests {
             &[],
         );
         let limits = Limits::default();
-        assert!(stream(&content, &limits).unwrap().is_some(), "streamed");
-        let streamed = parse(&content, &limits).unwrap();
+        assert!(
+            stream(&content, &limits, &mut None).unwrap().is_some(),
+            "streamed"
+        );
+        let streamed = parse_index(&content, &limits).unwrap();
         let files = content.files(&limits).unwrap();
         let whole = CatalogIndex::from_files_with(files.iter(), Detail::Resolution).unwrap();
         assert_eq!(streamed.catalog(), whole.catalog());
@@ -191,9 +296,9 @@ mod tests {
             &[("configs/catalog.json", "../data/catalog.json")],
         );
         let limits = Limits::default();
-        assert!(stream(&content, &limits).unwrap().is_none());
+        assert!(stream(&content, &limits, &mut None).unwrap().is_none());
         // The link's copy is parsed, the ignored original is not.
-        let index = parse(&content, &limits).unwrap();
+        let index = parse_index(&content, &limits).unwrap();
         let bundles = &index.catalog().bundles;
         assert_eq!(bundles.len(), 1);
         assert_eq!(&*bundles[0].location.file, "configs/catalog.json");
@@ -206,13 +311,13 @@ mod tests {
             max_uncompressed_bytes: 1024,
             ..Limits::default()
         };
-        let err = parse(&content, &limits).unwrap_err();
+        let err = parse_index(&content, &limits).unwrap_err();
         assert!(err.contains("exceeds the limit of 1024 bytes"), "{err}");
         let limits = Limits {
             max_entries: 1,
             ..Limits::default()
         };
-        let err = parse(&content, &limits).unwrap_err();
+        let err = parse_index(&content, &limits).unwrap_err();
         assert!(err.contains("more than 1 entries"), "{err}");
     }
 
@@ -226,7 +331,7 @@ mod tests {
             &[],
         );
         let limits = Limits::default();
-        let index = BundleIndex::from_catalog(&parse(&content, &limits).unwrap());
+        let index = BundleIndex::from_catalog(&parse_index(&content, &limits).unwrap());
         let bundle = index.find("a", "0.1.0", "stable").unwrap();
         assert_eq!(bundle.image, "r/a:0.1.0");
         assert_eq!(bundle.max_openshift_version.as_deref(), Some("4.16"));
@@ -234,7 +339,7 @@ mod tests {
         assert_eq!(index.bundle_count(), 3);
         let stored = index_content(&index, &limits).unwrap();
         let again = index_content(
-            &BundleIndex::from_catalog(&parse(&content, &limits).unwrap()),
+            &BundleIndex::from_catalog(&parse_index(&content, &limits).unwrap()),
             &limits,
         );
         assert_eq!(stored.digest(), again.unwrap().digest());

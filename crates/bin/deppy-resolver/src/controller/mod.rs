@@ -30,6 +30,7 @@ use kit::retry::Backoff;
 use crate::KubeVersion;
 
 mod active_resolution;
+pub mod api;
 mod catalog;
 mod loading;
 
@@ -49,6 +50,20 @@ pub struct Settings {
     /// How often content no Catalog references is swept from the content store (a pass
     /// marks it, a later pass deletes it).
     pub content_sweep_interval: Duration,
+    /// The catalog query API, when it is served.
+    pub api: Option<ApiSettings>,
+}
+
+/// Where the catalog query API keeps catalogs and how it is reached.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    /// The address the HTTPS server listens on.
+    pub address: std::net::SocketAddr,
+    /// The directory its store files are created in (unnamed, so nothing is left in it).
+    pub store_dir: std::path::PathBuf,
+    /// The URL clients reach it at, without a trailing `/`; a Catalog's `status.urls.base`
+    /// is this followed by `/catalogs/NAME`.
+    pub base_url: String,
 }
 
 /// The prefix of every metric of this binary.
@@ -132,6 +147,9 @@ pub struct ServedCatalog {
     /// The digest of the content the index was parsed from, to share it rather than parse
     /// the same content again.
     content_digest: String,
+    /// The content as the catalog query API serves it; `None` when the API is off or the
+    /// store file could not be written.
+    pub stored: Option<Arc<catalog_api::StoredCatalog>>,
 }
 
 /// The catalogs the resolver may use, by Catalog name; only those that are Serving.
@@ -160,14 +178,17 @@ impl ServedCatalogs {
             .collect()
     }
 
-    /// The index of a served catalog parsed from content `digest`, if any.
-    fn by_content(&self, digest: &str) -> Option<Arc<CatalogIndex>> {
+    /// The index (and API store) of a served catalog parsed from content `digest`, if any.
+    fn by_content(
+        &self,
+        digest: &str,
+    ) -> Option<(Arc<CatalogIndex>, Option<Arc<catalog_api::StoredCatalog>>)> {
         self.0
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
             .find(|served| served.content_digest == digest)
-            .map(|served| served.index.clone())
+            .map(|served| (served.index.clone(), served.stored.clone()))
     }
 
     fn insert(&self, name: &str, served: ServedCatalog) {
@@ -183,6 +204,16 @@ impl ServedCatalogs {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(name)
             .is_some()
+    }
+}
+
+impl catalog_api::Catalogs for ServedCatalogs {
+    fn stored(&self, name: &str) -> Option<Arc<catalog_api::StoredCatalog>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .and_then(|served| served.stored.clone())
     }
 }
 
@@ -285,6 +316,7 @@ impl Context {
             unpack: content::UnpackOptions::default(),
             selector: None,
             content_sweep_interval: Duration::from_secs(600),
+            api: None,
         };
         let (changed, _) = mpsc::channel(1);
         Self {
@@ -357,8 +389,21 @@ pub async fn run(
         || catalog::referenced_content(ctx.client.clone()),
         shutdown.clone().cancelled_owned(),
     );
+    let api = async {
+        if let Some(settings) = ctx.settings.api.clone() {
+            api::serve(
+                ctx.client.clone(),
+                ctx.settings.system_namespace.clone(),
+                settings.address,
+                ctx.catalogs.clone(),
+                shutdown.clone(),
+            )
+            .await;
+        }
+    };
     futures::join!(
         sweep,
+        api,
         catalog::run(ctx.clone(), catalogs, catalog_store, shutdown.clone()),
         async {
             // The version is read while the catalogs load, so that the first resolutions

@@ -1,0 +1,238 @@
+//! Running the catalog query API ([`catalog_api`]) beside the controllers: its serving
+//! certificate from the built-in CA, and the HTTPS server over the served catalogs.
+//!
+//! The CA and the serving certificate are kept in two Secrets of the system namespace
+//! ([`CA_SECRET`], [`TLS_SECRET`]), decided by [`certificates::decide`] as the provisioners
+//! decide webhook certificates, and renewed the same way. The trust bundle is published in
+//! the ConfigMap [`TRUST_CONFIGMAP`] (key `ca.crt`), which every authenticated user may
+//! read, so clients can verify the server.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use tokio_util::sync::CancellationToken;
+
+use catalog_api::{Access, ServingCertificate};
+use kit::kube_error::KubeCallError;
+
+use super::{ServedCatalogs, error_chain};
+
+/// The CA that signs the API's serving certificate.
+pub const CA_SECRET: &str = "deppy-catalog-api-ca";
+/// The API's serving certificate (`kubernetes.io/tls`).
+pub const TLS_SECRET: &str = "deppy-catalog-api-tls";
+/// The trust bundle for clients, key `ca.crt`.
+pub const TRUST_CONFIGMAP: &str = "deppy-catalog-api-ca";
+/// The Service in front of the API; its DNS names are the certificate's names.
+pub const SERVICE: &str = "deppy-catalogs";
+
+/// How soon a failed certificate step is tried again.
+const RETRY: Duration = Duration::from_secs(30);
+/// How often the certificates are looked at when nothing is due sooner.
+const RECHECK: Duration = Duration::from_secs(60 * 60);
+
+/// Serves the API on `address` until `shutdown`, once a serving certificate exists.
+pub async fn serve(
+    client: Client,
+    namespace: String,
+    address: SocketAddr,
+    catalogs: ServedCatalogs,
+    shutdown: CancellationToken,
+) {
+    let certificate = Arc::new(ServingCertificate::default());
+    let listener = match tokio::net::TcpListener::bind(address).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            tracing::error!(%address, "the catalog query API cannot listen: {err}");
+            return;
+        }
+    };
+    tracing::info!(%address, "catalog query API listening");
+    let router = catalog_api::router(Arc::new(catalogs), Arc::new(Access::new(client.clone())));
+    let keep = keep_certificate(&client, &namespace, &certificate, &shutdown);
+    let server = catalog_api::serve(listener, certificate.clone(), router, shutdown.clone());
+    let (_, served) = tokio::join!(keep, server);
+    if let Err(err) = served {
+        tracing::error!("the catalog query API stopped: {err}");
+    }
+}
+
+/// Decides and stores the certificates now and whenever one is due, setting the served one.
+async fn keep_certificate(
+    client: &Client,
+    namespace: &str,
+    certificate: &ServingCertificate,
+    shutdown: &CancellationToken,
+) {
+    loop {
+        let wait = match renew(client, namespace, certificate).await {
+            Ok(next) => next
+                .and_then(|at| at.duration_since(SystemTime::now()).ok())
+                .map_or(RECHECK, |due| due.min(RECHECK)),
+            Err(err) => {
+                tracing::warn!(error = %error_chain(&err), "the catalog query API's certificate could not be renewed; retrying");
+                RETRY
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait.max(Duration::from_secs(1))) => {}
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// A certificate step that failed.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error(transparent)]
+    Kube(#[from] KubeCallError),
+    #[error("failed to issue the catalog query API's certificate")]
+    Issue(#[from] certificates::Error),
+    #[error(transparent)]
+    Serve(#[from] catalog_api::server::CertificateError),
+}
+
+/// One pass: read, decide, write what differs, serve the result. Returns when the next
+/// step is due.
+async fn renew(
+    client: &Client,
+    namespace: &str,
+    certificate: &ServingCertificate,
+) -> Result<Option<SystemTime>, Error> {
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    let ca = secrets
+        .get_opt(CA_SECRET)
+        .await
+        .map_err(|e| KubeCallError::new("read", format!("Secret {namespace}/{CA_SECRET}"), e))?;
+    let tls = secrets
+        .get_opt(TLS_SECRET)
+        .await
+        .map_err(|e| KubeCallError::new("read", format!("Secret {namespace}/{TLS_SECRET}"), e))?;
+    let trust = configmaps.get_opt(TRUST_CONFIGMAP).await.map_err(|e| {
+        KubeCallError::new(
+            "read",
+            format!("ConfigMap {namespace}/{TRUST_CONFIGMAP}"),
+            e,
+        )
+    })?;
+    let ca_data = ca.as_ref().map(secret_data);
+    let tls_data = tls.as_ref().map(secret_data);
+    let live = trust
+        .as_ref()
+        .and_then(|cm| cm.data.as_ref())
+        .and_then(|data| data.get(certificates::SERVING_CA_KEY).cloned());
+    let names = vec![
+        format!("{SERVICE}.{namespace}.svc"),
+        format!("{SERVICE}.{namespace}.svc.cluster.local"),
+        format!("{SERVICE}.{namespace}"),
+        SERVICE.to_owned(),
+    ];
+    let decision = certificates::decide(
+        SystemTime::now(),
+        &certificates::Policy::default(),
+        ca_data.as_ref(),
+        std::slice::from_ref(&live),
+        &[certificates::ServingRequest {
+            secret_name: TLS_SECRET,
+            dns_names: names,
+            existing: tls_data.as_ref(),
+        }],
+    )?;
+    for event in &decision.events {
+        tracing::info!(
+            reason = event.reason(),
+            "catalog query API certificate: {event}"
+        );
+    }
+    if ca_data.as_ref() != Some(&decision.ca_data) {
+        write_secret(&secrets, namespace, ca, CA_SECRET, None, &decision.ca_data).await?;
+    }
+    let serving = decision.serving.first().cloned().unwrap_or_default();
+    if tls_data.as_ref() != Some(&serving) {
+        let tls_type = Some("kubernetes.io/tls");
+        write_secret(&secrets, namespace, tls, TLS_SECRET, tls_type, &serving).await?;
+    }
+    if live.as_deref() != Some(decision.trust_bundle.as_str()) {
+        let mut object = trust.unwrap_or_else(|| ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(TRUST_CONFIGMAP.to_owned()),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        });
+        object.data = Some(BTreeMap::from([(
+            certificates::SERVING_CA_KEY.to_owned(),
+            decision.trust_bundle.clone(),
+        )]));
+        let result = if object.metadata.resource_version.is_some() {
+            configmaps
+                .replace(TRUST_CONFIGMAP, &PostParams::default(), &object)
+                .await
+        } else {
+            configmaps.create(&PostParams::default(), &object).await
+        };
+        result.map_err(|e| {
+            KubeCallError::new(
+                "write",
+                format!("ConfigMap {namespace}/{TRUST_CONFIGMAP}"),
+                e,
+            )
+        })?;
+    }
+    let empty = Vec::new();
+    certificate.set(
+        serving.get(certificates::TLS_CERT_KEY).unwrap_or(&empty),
+        serving.get(certificates::TLS_KEY_KEY).unwrap_or(&empty),
+    )?;
+    Ok(decision.next_check)
+}
+
+fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(key, value)| (key.clone(), value.0.clone()))
+        .collect()
+}
+
+/// Creates or replaces (guarded by its resourceVersion) a Secret holding `data`.
+async fn write_secret(
+    secrets: &Api<Secret>,
+    namespace: &str,
+    existing: Option<Secret>,
+    name: &str,
+    type_: Option<&str>,
+    data: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), KubeCallError> {
+    let mut object = existing.unwrap_or_else(|| Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        type_: type_.map(str::to_owned),
+        ..Secret::default()
+    });
+    object.data = Some(
+        data.iter()
+            .map(|(key, value)| (key.clone(), ByteString(value.clone())))
+            .collect(),
+    );
+    let result = if object.metadata.resource_version.is_some() {
+        secrets.replace(name, &PostParams::default(), &object).await
+    } else {
+        secrets.create(&PostParams::default(), &object).await
+    };
+    result
+        .map(drop)
+        .map_err(|e| KubeCallError::new("write", format!("Secret {namespace}/{name}"), e))
+}

@@ -1,0 +1,406 @@
+//! The catalog query API on a real control plane: its certificate from the built-in CA,
+//! access by TokenReview and SubjectAccessReview for ServiceAccount tokens, catalogd's paths,
+//! ETags, gzip, and what a changed catalog does to a client's cached copy.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use deppy_api::Catalog;
+use deppy_resolver::controller::{self, ApiSettings, Metrics, ServedCatalogs, Settings};
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use reqwest::StatusCode;
+use serde_json::json;
+use testkit::{client, install_crds, unique_name, wait_for};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn system_namespace() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| unique_name("deppy-api"))
+}
+
+/// The address this process's API listens on.
+fn address() -> SocketAddr {
+    static ADDRESS: OnceLock<SocketAddr> = OnceLock::new();
+    *ADDRESS.get_or_init(|| {
+        // A free port: bound, read and released for the server to take.
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap()
+    })
+}
+
+/// The API's name, as its certificate has it (the Service in the system namespace).
+fn host() -> String {
+    format!("deppy-catalogs.{}.svc", system_namespace())
+}
+
+/// Installs the CRDs and starts the controllers with the API, once per process.
+async fn setup() -> Client {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let client = client().await;
+    if STARTED.get().is_none() {
+        install_crds(&client).await;
+        let ns: Namespace =
+            serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
+        let _ = Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await;
+        if STARTED.set(()).is_ok() {
+            let store_dir = std::env::temp_dir();
+            testkit::spawn_background(move || async move {
+                let client = Client::try_default().await.unwrap();
+                let metrics = Metrics::register(&prometheus::Registry::new()).unwrap();
+                let settings = Settings {
+                    system_namespace: system_namespace().to_owned(),
+                    default_poll_interval: Duration::from_secs(600),
+                    unpack: content::UnpackOptions::default(),
+                    selector: None,
+                    content_sweep_interval: Duration::from_secs(600),
+                    api: Some(ApiSettings {
+                        address: address(),
+                        store_dir,
+                        base_url: format!("https://{}", host()),
+                    }),
+                };
+                controller::run(
+                    client,
+                    settings,
+                    metrics,
+                    ServedCatalogs::default(),
+                    &kit::admin::Readiness::default(),
+                    tokio_util::sync::CancellationToken::new(),
+                )
+                .await;
+            });
+        }
+    }
+    client
+}
+
+/// A package with a `stable` channel of `versions` in upgrade order, with a description.
+fn package(name: &str, versions: &[&str]) -> String {
+    let mut out = format!(
+        "---\nschema: olm.package\nname: {name}\ndefaultChannel: stable\ndescription: The {name} operator.\n---\nschema: olm.channel\npackage: {name}\nname: stable\nentries:\n"
+    );
+    for (i, version) in versions.iter().enumerate() {
+        out.push_str(&format!("- name: {name}.v{version}\n"));
+        if i > 0 {
+            out.push_str(&format!("  replaces: {name}.v{}\n", versions[i - 1]));
+        }
+    }
+    for version in versions {
+        out.push_str(&format!(
+            "---\nschema: olm.bundle\nname: {name}.v{version}\npackage: {name}\nimage: example.com/{name}:v{version}\nproperties:\n- type: olm.package\n  value: {{packageName: {name}, version: {version}}}\n"
+        ));
+    }
+    out
+}
+
+/// Serves `catalog` from a new immutable ConfigMap under Catalog `name`, and waits until
+/// the Catalog's status names that ConfigMap and publishes its URL.
+async fn serve(client: &Client, name: &str, catalog: &str) -> Catalog {
+    let config_map = unique_name("content");
+    let object: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": config_map, "namespace": system_namespace() },
+        "immutable": true,
+        "data": { "catalog.yaml": catalog }
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), system_namespace())
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    let spec = json!({
+        "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+        "metadata": { "name": name },
+        "spec": { "source": { "configMap": { "name": config_map, "namespace": system_namespace() } } }
+    });
+    let api = Api::<Catalog>::all(client.clone());
+    api.patch(
+        name,
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(&spec),
+    )
+    .await
+    .unwrap();
+    wait_for(
+        &format!("Catalog {name} to publish its URL"),
+        TIMEOUT,
+        || async {
+            let catalog = api.get(name).await.map_err(|e| e.to_string())?;
+            let status = catalog.status.clone().unwrap_or_default();
+            let current = status
+                .resolved_source
+                .as_deref()
+                .is_some_and(|s| s.contains(&format!("/{config_map}@")));
+            match status.urls {
+                Some(_) if current => Ok(catalog),
+                _ => Err(format!("{status:?}")),
+            }
+        },
+    )
+    .await
+}
+
+/// A ServiceAccount's token, the SA bound to `rules` when given.
+async fn token(client: &Client, rules: Option<serde_json::Value>) -> (String, String) {
+    let name = unique_name("reader");
+    let ns = system_namespace();
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({ "metadata": { "name": name, "namespace": ns } })).unwrap();
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), ns);
+    accounts.create(&PostParams::default(), &sa).await.unwrap();
+    if let Some(rules) = rules {
+        let role: ClusterRole =
+            serde_json::from_value(json!({ "metadata": { "name": name }, "rules": rules }))
+                .unwrap();
+        Api::<ClusterRole>::all(client.clone())
+            .create(&PostParams::default(), &role)
+            .await
+            .unwrap();
+        let binding: ClusterRoleBinding = serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }]
+        }))
+        .unwrap();
+        Api::<ClusterRoleBinding>::all(client.clone())
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+    let request: TokenRequest =
+        serde_json::from_value(json!({ "spec": { "audiences": [], "expirationSeconds": 3600 } }))
+            .unwrap();
+    let issued = accounts
+        .create_token_request(&name, &PostParams::default(), &request)
+        .await
+        .unwrap();
+    (
+        format!("system:serviceaccount:{ns}:{name}"),
+        issued.status.unwrap().token.unwrap(),
+    )
+}
+
+/// An HTTPS client that trusts the published CA and reaches the API's name on loopback.
+async fn https(client: &Client) -> reqwest::Client {
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), system_namespace());
+    let bundle = wait_for("the API's trust bundle", TIMEOUT, || async {
+        let cm = configmaps
+            .get("deppy-catalog-api-ca")
+            .await
+            .map_err(|e| e.to_string())?;
+        cm.data
+            .and_then(|d| d.get("ca.crt").cloned())
+            .ok_or_else(|| "no ca.crt".to_owned())
+    })
+    .await;
+    let mut builder = reqwest::Client::builder()
+        .resolve(&host(), address())
+        .tls_built_in_root_certs(false);
+    for cert in reqwest::Certificate::from_pem_bundle(bundle.as_bytes()).unwrap() {
+        builder = builder.add_root_certificate(cert);
+    }
+    builder.build().unwrap()
+}
+
+async fn get(
+    http: &reqwest::Client,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
+    let mut request = http.get(format!("https://{}{path}", host()));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    // The server may still be waiting for its certificate on the first call.
+    let response = wait_for("the API to answer", TIMEOUT, || {
+        let request = request.try_clone().unwrap();
+        async move { request.send().await.map_err(|e| format!("{e:?}")) }
+    })
+    .await;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.bytes().await.unwrap().to_vec();
+    (status, headers, body)
+}
+
+fn text(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).into_owned()
+}
+
+#[tokio::test]
+async fn readers_get_catalogd_paths_with_etags_and_gzip_and_others_get_a_sentence() {
+    let client = setup().await;
+    let name = unique_name("api");
+    let catalog = serve(
+        &client,
+        &name,
+        &format!(
+            "{}{}",
+            package("app", &["1.0.0", "1.1.0"]),
+            package("lib", &["2.0.0"])
+        ),
+    )
+    .await;
+    let base = catalog.status.unwrap().urls.unwrap().base;
+    assert_eq!(base, format!("https://{}/catalogs/{name}", host()));
+    let http = https(&client).await;
+    let all = format!("/catalogs/{name}/api/v1/all");
+
+    // No token, a token of nobody, a user without the permission.
+    let (status, headers, body) = get(&http, &all, None, &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{}", text(&body));
+    assert_eq!(headers["www-authenticate"], "Bearer");
+    assert!(
+        text(&body).contains("needs a bearer token"),
+        "{}",
+        text(&body)
+    );
+    let (status, _, body) = get(&http, &all, Some("not-a-token"), &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{}", text(&body));
+    let (stranger, stranger_token) = token(&client, None).await;
+    let (status, _, body) = get(&http, &all, Some(&stranger_token), &[]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        text(&body).trim(),
+        format!(
+            "user {stranger:?} may not read Catalog {name:?}: it needs \"get\" on \"catalogs/content\" in API group \"deppy.io\" for this Catalog"
+        )
+    );
+    // A reader of this catalog only: another name is refused before it is looked up.
+    let (_, reader) = token(
+        &client,
+        Some(
+            json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"],
+                      "resourceNames": [name], "verbs": ["get"] }]),
+        ),
+    )
+    .await;
+    let (status, _, _) = get(
+        &http,
+        "/catalogs/no-such-catalog/api/v1/all",
+        Some(&reader),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, everything) = token(
+        &client,
+        Some(json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }])),
+    )
+    .await;
+    let (status, _, body) = get(
+        &http,
+        "/catalogs/no-such-catalog/api/v1/all",
+        Some(&everything),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        text(&body).contains("\"no-such-catalog\" is not served"),
+        "{}",
+        text(&body)
+    );
+
+    // Every blob, one per line, in path and document order.
+    let (status, headers, every_blob) = get(&http, &all, Some(&reader), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&every_blob));
+    assert_eq!(headers["content-type"], "application/jsonl");
+    let lines: Vec<serde_json::Value> = text(&every_blob)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2 + 2 + 2 + 1, "{lines:?}");
+    assert_eq!(lines[0]["schema"], "olm.package");
+    assert_eq!(lines[0]["name"], "app");
+    assert_eq!(
+        headers["content-length"],
+        every_blob.len().to_string().as_str()
+    );
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    assert!(etag.starts_with("\"sha256:"), "{etag}");
+
+    // Unchanged: 304 by tag and by date; gzip is the same lines.
+    let (status, _, body) = get(&http, &all, Some(&reader), &[("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert!(body.is_empty());
+    let modified = headers["last-modified"].to_str().unwrap().to_owned();
+    let (status, _, _) = get(
+        &http,
+        &all,
+        Some(&reader),
+        &[("if-modified-since", &modified)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    let (status, gz_headers, gz_body) =
+        get(&http, &all, Some(&reader), &[("accept-encoding", "gzip")]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(gz_headers["content-encoding"], "gzip");
+    let mut unzipped = Vec::new();
+    flate2::read::GzDecoder::new(&gz_body[..])
+        .read_to_end(&mut unzipped)
+        .unwrap();
+    assert_eq!(unzipped, every_blob);
+
+    // metas by schema and package; bad parameters name themselves.
+    let metas = format!("/catalogs/{name}/api/v1/metas?schema=olm.bundle&package=app");
+    let (status, _, body) = get(&http, &metas, Some(&reader), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<String> = text(&body)
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(names, ["app.v1.0.0", "app.v1.1.0"]);
+    let bad = format!("/catalogs/{name}/api/v1/metas?pakage=app");
+    let (status, _, body) = get(&http, &bad, Some(&reader), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(text(&body).contains("\"pakage\""), "{}", text(&body));
+
+    // The packages summary.
+    let (status, _, body) = get(
+        &http,
+        &format!("/catalogs/{name}/api/v1/packages"),
+        Some(&reader),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let packages: Vec<catalog_api::PackageSummary> = serde_json::from_slice(&body).unwrap();
+    let app = packages.iter().find(|p| p.name == "app").unwrap();
+    assert_eq!(app.versions, ["1.1.0", "1.0.0"]);
+    assert_eq!(app.channels[0].head.as_deref(), Some("app.v1.1.0"));
+    assert_eq!(app.description.as_deref(), Some("The app operator."));
+
+    // New content: the old tag no longer matches, and the new lines are served.
+    serve(
+        &client,
+        &name,
+        &package("app", &["1.0.0", "1.1.0", "1.2.0"]),
+    )
+    .await;
+    let (status, headers, body) =
+        get(&http, &all, Some(&reader), &[("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_ne!(headers["etag"].to_str().unwrap(), etag);
+    assert_eq!(text(&body).lines().count(), 1 + 1 + 3);
+}
