@@ -42,6 +42,12 @@ pub const UNREACHABLE: u8 = 3;
 impl ClusterArgs {
     /// A client for the cluster these flags name.
     pub async fn client(&self) -> Result<Client, Failure> {
+        self.connect().await.map(|(client, _)| client)
+    }
+
+    /// A client for the cluster these flags name, and the kubeconfig's bearer token if it
+    /// has one (from `token` or `tokenFile`), for the catalog query API.
+    pub async fn connect(&self) -> Result<(Client, Option<String>), Failure> {
         let unreachable = |why: String| (UNREACHABLE, why);
         let options = KubeConfigOptions {
             context: self.context.clone(),
@@ -66,7 +72,25 @@ impl ClusterArgs {
         if let Some(user) = &self.as_user {
             config.auth_info.impersonate = Some(user.clone());
         }
-        Client::try_from(config).map_err(|err| unreachable(format!("cannot build a client: {err}")))
+        let token = config
+            .auth_info
+            .token
+            .as_ref()
+            .map(|token| secrecy::ExposeSecret::expose_secret(token).to_owned())
+            .or_else(|| {
+                let file = config.auth_info.token_file.as_ref()?;
+                std::fs::read_to_string(file)
+                    .ok()
+                    .map(|text| text.trim().to_owned())
+            });
+        let client = Client::try_from(config)
+            .map_err(|err| unreachable(format!("cannot build a client: {err}")))?;
+        Ok((client, token))
+    }
+
+    /// Whether `--as` is set (the catalog query API cannot act as another user).
+    pub fn impersonates(&self) -> bool {
+        self.as_user.is_some()
     }
 }
 

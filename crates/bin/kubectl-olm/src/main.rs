@@ -2,7 +2,8 @@
 //! `kubectl-olm` binary onto `PATH` and kubectl finds it.
 //!
 //! - `search`, `show` and `upgrades` read catalogs given on the command line (`--catalog
-//!   DIR` or a catalog image), so a catalog can be checked before it is published;
+//!   DIR` or a catalog image), so a catalog can be checked before it is published, or,
+//!   without `--catalog`, the cluster's catalogs through the catalog query API (online.rs);
 //! - `catalogs`, `install`, `status`, `plan`, `approve` and `uninstall` talk to the cluster with the kubeconfig, as the
 //!   user (so RBAC and the admission policies decide what they may do).
 //!
@@ -15,6 +16,7 @@
 mod approval;
 mod catalogs;
 mod cluster;
+mod online;
 mod output;
 mod search;
 mod show;
@@ -42,14 +44,16 @@ struct Cli {
 #[derive(Debug, clap::Args)]
 struct Common {
     /// A file-based catalog: a directory, or a catalog image (its /configs); shown as NAME
-    /// (default: the directory's or the repository's name). Repeat for several.
-    #[arg(
-        long = "catalog",
-        value_name = "DIR|IMAGE[=NAME]",
-        required = true,
-        value_parser = parse_catalog
-    )]
+    /// (default: the directory's or the repository's name). Repeat for several. Without
+    /// it, the cluster's served Catalogs are read through the catalog query API.
+    #[arg(long = "catalog", value_name = "DIR|IMAGE[=NAME]", value_parser = parse_catalog)]
     catalogs: Vec<CatalogArg>,
+
+    #[command(flatten)]
+    cluster: cluster::ClusterArgs,
+
+    #[command(flatten)]
+    api: online::ApiArgs,
 
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
@@ -181,16 +185,19 @@ struct Done {
 fn run(command: Command) -> Result<Done, (u8, String)> {
     match command {
         Command::Search { words, common } => {
-            let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
-            let found = search::search(&catalogs, &words);
+            let (found, names) = if common.catalogs.is_empty() {
+                on_cluster(async {
+                    let api = connect(&common).await?;
+                    Ok((api.search(&words).await?, names(&api.names())))
+                })?
+            } else {
+                let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+                (search::search(&catalogs, &words), loaded_names(&catalogs))
+            };
             if found.is_empty() && common.output == Format::Table {
                 return Err((
                     NOT_FOUND,
-                    format!(
-                        "no package in {} matches {}",
-                        names(&catalogs),
-                        quoted(&words)
-                    ),
+                    format!("no package in {names} matches {}", quoted(&words)),
                 ));
             }
             let code = if found.is_empty() { NOT_FOUND } else { 0 };
@@ -201,14 +208,13 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
             Ok(Done { stdout, code })
         }
         Command::Show { package, common } => {
-            let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+            let (catalogs, names) = catalogs_with(&common, &package)?;
             let views = show::show(&catalogs, &package);
             if views.is_empty() {
                 return Err((
                     NOT_FOUND,
                     format!(
-                        "package {package} is in none of {}; look for it with `kubectl olm search {package}`",
-                        names(&catalogs)
+                        "package {package} is in none of {names}; look for it with `kubectl olm search {package}`"
                     ),
                 ));
             }
@@ -224,7 +230,7 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
             channel,
             common,
         } => {
-            let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+            let (catalogs, _) = catalogs_with(&common, &package)?;
             let found = upgrades::upgrades(&catalogs, &package, &from, channel.as_deref())
                 .map_err(|m| (NOT_FOUND, m))?;
             let stdout = match output::structured(common.output, &found) {
@@ -318,10 +324,45 @@ fn on_cluster<T>(
     runtime.block_on(command)
 }
 
+/// The catalog query API, reached with the cluster flags of `common`.
+async fn connect(common: &Common) -> Result<online::CatalogApi, cluster::Failure> {
+    if common.cluster.impersonates() {
+        return Err((
+            INVALID,
+            "--as cannot be used with the catalog query API, which reads catalogs as the token's own user; give --token of that user instead".to_owned(),
+        ));
+    }
+    let (client, token) = common.cluster.connect().await?;
+    online::CatalogApi::connect(client, token, &common.api).await
+}
+
+/// The catalogs that `show` and `upgrades` read: those given with `--catalog`, or, without
+/// it, the cluster's served catalogs that have `package` (only its blobs are fetched); and
+/// their names for messages.
+fn catalogs_with(
+    common: &Common,
+    package: &str,
+) -> Result<(Vec<catalogs::Catalog>, String), (u8, String)> {
+    if common.catalogs.is_empty() {
+        return on_cluster(async {
+            let api = connect(common).await?;
+            let names = names(&api.names());
+            Ok((api.package(package).await?, names))
+        });
+    }
+    let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+    let names = loaded_names(&catalogs);
+    Ok((catalogs, names))
+}
+
+/// The names of loaded catalogs, for messages.
+fn loaded_names(catalogs: &[catalogs::Catalog]) -> String {
+    names(&catalogs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>())
+}
+
 /// `catalog a` or `catalogs a, b`, for messages.
-fn names(catalogs: &[catalogs::Catalog]) -> String {
-    let names: Vec<&str> = catalogs.iter().map(|c| c.name.as_str()).collect();
-    match names.as_slice() {
+fn names(names: &[&str]) -> String {
+    match names {
         [one] => format!("catalog {one}"),
         more => format!("catalogs {}", more.join(", ")),
     }

@@ -24,7 +24,11 @@ impl Catalogs for One {
 struct Everyone;
 
 impl Authorize for Everyone {
-    fn check<'a>(&'a self, _: Option<&'a str>, _: &'a str) -> BoxFuture<'a, Result<String, Denied>> {
+    fn check<'a>(
+        &'a self,
+        _: Option<&'a str>,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<String, Denied>> {
         Box::pin(async { Ok("bench".to_owned()) })
     }
 }
@@ -35,7 +39,11 @@ fn files(root: &Path, dir: &Path, out: &mut Vec<(String, std::path::PathBuf)>) {
         if path.is_dir() {
             files(root, &path, out);
         } else {
-            let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             out.push((relative, path));
         }
     }
@@ -51,12 +59,18 @@ async fn main() {
     list.sort();
     let mut builder = StoreBuilder::new(&std::env::temp_dir()).unwrap();
     for (relative, path) in &list {
-        builder.add_file(relative, &std::fs::read(path).unwrap()).unwrap();
+        builder
+            .add_file(relative, &std::fs::read(path).unwrap())
+            .unwrap();
     }
     let index = CatalogIndex::from_dir_with(dir, Detail::Resolution).unwrap();
     let stored = Arc::new(builder.finish(&index, "sha256:bench".to_owned()).unwrap());
     drop(index);
-    eprintln!("stored {} blobs in {:?}", stored.blob_count(), started.elapsed());
+    eprintln!(
+        "stored {} blobs in {:?}",
+        stored.blob_count(),
+        started.elapsed()
+    );
     let key = rcgen::KeyPair::generate().unwrap();
     let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
         .unwrap()

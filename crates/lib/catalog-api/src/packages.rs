@@ -85,6 +85,9 @@ pub struct ChannelSummary {
     /// The bundle an install from this channel gets; absent when the graph is broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// The head bundle's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_version: Option<String>,
     /// How many bundles the channel has.
     pub bundles: usize,
     /// The channel's deprecation message.
@@ -110,15 +113,22 @@ pub(crate) fn summary(index: &CatalogIndex, extras: &HashMap<String, PackageExtr
                 default_channel: package.default_channel.clone(),
                 channels: index
                     .channels(name)
-                    .map(|channel| ChannelSummary {
-                        name: channel.name.clone(),
-                        head: index
+                    .map(|channel| {
+                        let head = index
                             .channel_graph(name, &channel.name)
-                            .map(|graph| graph.head().name.clone()),
-                        bundles: channel.entries.len(),
-                        deprecation: index
-                            .channel_deprecation(name, &channel.name)
-                            .map(str::to_owned),
+                            .map(|graph| graph.head().name.clone());
+                        ChannelSummary {
+                            head_version: head
+                                .as_deref()
+                                .and_then(|head| index.bundle(name, head))
+                                .map(|bundle| bundle.version.to_string()),
+                            head,
+                            name: channel.name.clone(),
+                            bundles: channel.entries.len(),
+                            deprecation: index
+                                .channel_deprecation(name, &channel.name)
+                                .map(str::to_owned),
+                        }
                     })
                     .collect(),
                 versions: versions.iter().map(ToString::to_string).collect(),
@@ -187,6 +197,7 @@ mod tests {
         assert_eq!(p.description.as_deref(), Some("d"));
         let stable = p.channels.iter().find(|c| c.name == "stable").unwrap();
         assert_eq!(stable.head.as_deref(), Some("p.v1.10.0"));
+        assert_eq!(stable.head_version.as_deref(), Some("1.10.0"));
         assert_eq!(stable.bundles, 2);
         assert_eq!(stable.deprecation, None);
         let old = p.channels.iter().find(|c| c.name == "old").unwrap();

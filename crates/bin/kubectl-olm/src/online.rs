@@ -1,0 +1,327 @@
+//! Reading the cluster's catalogs through the catalog query API (docs/catalog-api.md), for
+//! `search`, `show` and `upgrades` without `--catalog`.
+//!
+//! The served Catalogs and their URLs (`status.urls.base`) come from the API server, as the
+//! user. The server is verified against the trust bundle deppy-resolver publishes (ConfigMap
+//! `deppy-catalog-api-ca` in its namespace). Requests carry the kubeconfig's bearer token
+//! (or `--token`): the API checks it with a TokenReview, then the user's `get` on
+//! `catalogs/content`. Only what a command needs is fetched: the `packages` summary for
+//! `search`, one package's blobs for `show` and `upgrades`, never a whole catalog.
+
+use std::net::SocketAddr;
+
+use catalog_api::PackageSummary;
+use deppy_api::Catalog;
+use deppy_api::conditions::TYPE_SERVING;
+use fbc::{CatalogIndex, Detail};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+use crate::catalogs;
+use crate::cluster::{Failure, NOT_FOUND, REFUSED, UNREACHABLE, failure};
+use crate::search::{Found, first_line};
+
+/// How to reach the catalog query API.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ApiArgs {
+    /// Connect to the catalog query API at this address instead of the one its URL names,
+    /// still verifying the certificate for that name: e.g. `127.0.0.1:8443` after
+    /// `kubectl port-forward -n deppy-system svc/deppy-catalogs 8443:443`.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub catalog_api: Option<SocketAddr>,
+    /// The bearer token for the catalog query API (default: the kubeconfig's token).
+    #[arg(long, env = "KUBECTL_OLM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// The trust bundle's ConfigMap, in the API's namespace.
+const TRUST_CONFIGMAP: &str = "deppy-catalog-api-ca";
+
+/// A served catalog and where its content is.
+struct Served {
+    name: String,
+    base: String,
+}
+
+/// The catalog query API as this user sees it.
+pub struct CatalogApi {
+    http: reqwest::Client,
+    token: String,
+    catalogs: Vec<Served>,
+}
+
+impl CatalogApi {
+    /// Lists the served Catalogs and prepares a client trusting the API's CA. `token` is
+    /// the kubeconfig's bearer token, if it has one.
+    pub async fn connect(
+        client: Client,
+        token: Option<String>,
+        args: &ApiArgs,
+    ) -> Result<Self, Failure> {
+        let token = args.token.clone().or(token).ok_or_else(|| {
+            (
+                REFUSED,
+                "the catalog query API needs a bearer token and this kubeconfig has none (it may use a client certificate): pass --token, e.g. --token \"$(kubectl create token NAME -n NAMESPACE)\" for a ServiceAccount that may get catalogs/content, or give --catalog DIR|IMAGE".to_owned(),
+            )
+        })?;
+        let list = Api::<Catalog>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(|err| failure("list Catalogs", err))?;
+        let mut catalogs: Vec<Served> = list
+            .items
+            .iter()
+            .filter_map(|catalog| {
+                let status = catalog.status.as_ref()?;
+                let serving = kit_is_true(status, TYPE_SERVING);
+                let base = status.urls.as_ref()?.base.trim_end_matches('/').to_owned();
+                serving.then(|| Served {
+                    name: catalog.name_any(),
+                    base,
+                })
+            })
+            .collect();
+        catalogs.sort_by(|a, b| a.name.cmp(&b.name));
+        if catalogs.is_empty() {
+            return Err((
+                NOT_FOUND,
+                "no Catalog is served with a catalog query API URL (status.urls.base): is deppy-resolver running with --catalog-api-address? Or give --catalog DIR|IMAGE".to_owned(),
+            ));
+        }
+        let mut builder = reqwest::Client::builder()
+            .tls_built_in_root_certs(false)
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .timeout(std::time::Duration::from_secs(120));
+        // Each API host (deppy-catalogs.NAMESPACE.svc) publishes its trust bundle in its
+        // namespace; usually there is one.
+        let mut hosts: Vec<String> = catalogs
+            .iter()
+            .filter_map(|served| {
+                reqwest::Url::parse(&served.base)
+                    .ok()
+                    .and_then(|url| url.host_str().map(str::to_owned))
+            })
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        let mut trusted = false;
+        for host in &hosts {
+            let namespace = host.split('.').nth(1).unwrap_or("deppy-system");
+            match trust_bundle(&client, namespace).await {
+                Ok(certificates) => {
+                    for certificate in certificates {
+                        builder = builder.add_root_certificate(certificate);
+                        trusted = true;
+                    }
+                }
+                Err(why) => {
+                    eprintln!("kubectl olm: {why}; catalogs served by {host} cannot be verified")
+                }
+            }
+            if let Some(address) = args.catalog_api {
+                builder = builder.resolve(host, address);
+            }
+        }
+        if !trusted {
+            return Err((
+                UNREACHABLE,
+                format!(
+                    "no trust bundle of the catalog query API could be read (ConfigMap {TRUST_CONFIGMAP})"
+                ),
+            ));
+        }
+        let http = builder
+            .build()
+            .map_err(|err| (UNREACHABLE, format!("cannot build an HTTPS client: {err}")))?;
+        Ok(Self {
+            http,
+            token,
+            catalogs,
+        })
+    }
+
+    /// Calls `each` on every served catalog; a catalog that fails is reported on stderr
+    /// and skipped, unless every one fails (then the first failure is the error).
+    async fn each_catalog<T>(
+        &self,
+        mut each: impl AsyncFnMut(&Served) -> Result<T, Failure>,
+    ) -> Result<Vec<T>, Failure> {
+        let mut results = Vec::new();
+        let mut first_failure = None;
+        for served in &self.catalogs {
+            match each(served).await {
+                Ok(result) => results.push(result),
+                Err(failure) => {
+                    eprintln!("kubectl olm: skipped: {}", failure.1);
+                    first_failure.get_or_insert(failure);
+                }
+            }
+        }
+        match first_failure {
+            Some(failure) if results.is_empty() => Err(failure),
+            _ => Ok(results),
+        }
+    }
+
+    /// The names of the served catalogs.
+    pub fn names(&self) -> Vec<&str> {
+        self.catalogs.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    async fn get(&self, served: &Served, path: &str) -> Result<Vec<u8>, Failure> {
+        let url = format!("{}/api/v1/{path}", served.base);
+        let response = self
+            .http
+            .get(&url)
+            .bearer_auth(&self.token)
+            .header("accept-encoding", "identity")
+            .send()
+            .await
+            .map_err(|err| {
+                (
+                    UNREACHABLE,
+                    format!(
+                        "cannot reach the catalog query API at {url} ({}): from outside the cluster, run `kubectl port-forward -n deppy-system svc/deppy-catalogs 8443:443` and pass --catalog-api 127.0.0.1:8443",
+                        error_chain(&err)
+                    ),
+                )
+            })?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|err| {
+            (
+                UNREACHABLE,
+                format!("reading {url} failed: {}", error_chain(&err)),
+            )
+        })?;
+        if status.is_success() {
+            return Ok(body.to_vec());
+        }
+        let sentence = String::from_utf8_lossy(&body).trim().to_owned();
+        let code = match status.as_u16() {
+            404 => NOT_FOUND,
+            400 | 401 | 403 => REFUSED,
+            _ => UNREACHABLE,
+        };
+        Err((code, format!("catalog {}: {sentence}", served.name)))
+    }
+
+    /// `search` over every served catalog's `packages` summary.
+    pub async fn search(&self, words: &[String]) -> Result<Vec<Found>, Failure> {
+        let words: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        let answers = self
+            .each_catalog(async |served| {
+                let body = self.get(served, "packages").await?;
+                serde_json::from_slice::<Vec<PackageSummary>>(&body)
+                    .map(|packages| (served.name.clone(), packages))
+                    .map_err(|err| {
+                        (
+                            UNREACHABLE,
+                            format!(
+                                "catalog {}: the packages answer is not what this plugin reads: {err}",
+                                served.name
+                            ),
+                        )
+                    })
+            })
+            .await?;
+        let mut found = Vec::new();
+        for (catalog, packages) in answers {
+            for package in packages {
+                let description = package.description.as_deref().unwrap_or_default();
+                let haystack = format!("{}\n{}", package.name, description).to_lowercase();
+                if !words.iter().all(|word| haystack.contains(word.as_str())) {
+                    continue;
+                }
+                let latest = package
+                    .channels
+                    .iter()
+                    .find(|c| Some(&c.name) == package.default_channel.as_ref())
+                    .and_then(|c| c.head_version.clone());
+                found.push(Found {
+                    catalog: catalog.clone(),
+                    package: package.name.clone(),
+                    default_channel: package.default_channel.clone(),
+                    latest,
+                    deprecated: package.deprecation.clone(),
+                    summary: first_line(description),
+                });
+            }
+        }
+        found.sort_by(|a, b| (&a.catalog, &a.package).cmp(&(&b.catalog, &b.package)));
+        Ok(found)
+    }
+
+    /// Every served catalog that has `package`, holding that package's blobs only.
+    pub async fn package(&self, package: &str) -> Result<Vec<catalogs::Catalog>, Failure> {
+        let encoded: String = form_urlencoded::byte_serialize(package.as_bytes()).collect();
+        let found = self
+            .each_catalog(async |served| {
+                let head = self
+                    .get(served, &format!("metas?schema=olm.package&name={encoded}"))
+                    .await?;
+                if head.is_empty() {
+                    return Ok(None);
+                }
+                let mut blobs = head;
+                let rest = self
+                    .get(served, &format!("metas?package={encoded}"))
+                    .await?;
+                blobs.extend(rest);
+                let index = CatalogIndex::from_files_with([("package.json", blobs)], Detail::Full)
+                    .map_err(|err| {
+                        let name = &served.name;
+                        (
+                            UNREACHABLE,
+                            format!("catalog {name}: package {package} does not load: {err}"),
+                        )
+                    })?;
+                Ok(Some(catalogs::Catalog {
+                    name: served.name.clone(),
+                    index,
+                }))
+            })
+            .await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+}
+
+/// The certificates of the trust bundle published in `namespace`.
+async fn trust_bundle(
+    client: &Client,
+    namespace: &str,
+) -> Result<Vec<reqwest::Certificate>, String> {
+    let bundle = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get(TRUST_CONFIGMAP)
+        .await
+        .map_err(|err| {
+            format!(
+                "cannot read ConfigMap {namespace}/{TRUST_CONFIGMAP}: {}",
+                error_chain(&err)
+            )
+        })?
+        .data
+        .and_then(|data| data.get("ca.crt").cloned())
+        .unwrap_or_default();
+    reqwest::Certificate::from_pem_bundle(bundle.as_bytes()).map_err(|err| {
+        format!("ConfigMap {namespace}/{TRUST_CONFIGMAP} holds no usable certificate: {err}")
+    })
+}
+
+fn kit_is_true(status: &deppy_api::CatalogStatus, type_: &str) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,296 @@
+//! `kubectl olm search`, `show` and `upgrades` without `--catalog`: the cluster's catalogs
+//! read through the catalog query API of a deppy-resolver running in this test process, on
+//! the real control plane. What they print must be what the same command prints for the
+//! same catalog given as a directory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use deppy_api::Catalog;
+use deppy_resolver::controller::{self, ApiSettings, Metrics, ServedCatalogs, Settings};
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use testkit::{unique_name, wait_for};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn system_namespace() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| unique_name("olm-online"))
+}
+
+fn address() -> SocketAddr {
+    static ADDRESS: OnceLock<SocketAddr> = OnceLock::new();
+    *ADDRESS.get_or_init(|| {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap()
+    })
+}
+
+/// Starts deppy-resolver with the API, once per process.
+async fn setup() -> Client {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let client = testkit::client().await;
+    if STARTED.set(()).is_ok() {
+        testkit::install_crds(&client).await;
+        let ns: Namespace =
+            serde_json::from_value(json!({ "metadata": { "name": system_namespace() } })).unwrap();
+        let _ = Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await;
+        testkit::spawn_background(move || async move {
+            let client = Client::try_default().await.unwrap();
+            let settings = Settings {
+                system_namespace: system_namespace().to_owned(),
+                default_poll_interval: Duration::from_secs(600),
+                unpack: content::UnpackOptions::default(),
+                selector: None,
+                content_sweep_interval: Duration::from_secs(600),
+                api: Some(ApiSettings {
+                    address: address(),
+                    store_dir: std::env::temp_dir(),
+                    base_url: format!("https://deppy-catalogs.{}.svc", system_namespace()),
+                }),
+            };
+            controller::run(
+                client,
+                settings,
+                Metrics::register(&prometheus::Registry::new()).unwrap(),
+                ServedCatalogs::default(),
+                &kit::admin::Readiness::default(),
+                tokio_util::sync::CancellationToken::new(),
+            )
+            .await;
+        });
+    }
+    client
+}
+
+/// A catalog with an operator of three versions in `stable` (one deprecated channel
+/// beside it) and a second package.
+const CATALOG: &str = r#"{"schema":"olm.package","name":"cache-operator","defaultChannel":"stable","description":"Runs a distributed cache.\n\nLonger text."}
+{"schema":"olm.channel","package":"cache-operator","name":"stable","entries":[{"name":"cache-operator.v1.0.0"},{"name":"cache-operator.v1.1.0","replaces":"cache-operator.v1.0.0"},{"name":"cache-operator.v1.2.0","replaces":"cache-operator.v1.1.0","skips":["cache-operator.v1.0.0"]}]}
+{"schema":"olm.channel","package":"cache-operator","name":"alpha","entries":[{"name":"cache-operator.v1.0.0"}]}
+{"schema":"olm.bundle","package":"cache-operator","name":"cache-operator.v1.0.0","image":"example.com/cache:1.0.0","properties":[{"type":"olm.package","value":{"packageName":"cache-operator","version":"1.0.0"}}]}
+{"schema":"olm.bundle","package":"cache-operator","name":"cache-operator.v1.1.0","image":"example.com/cache:1.1.0","properties":[{"type":"olm.package","value":{"packageName":"cache-operator","version":"1.1.0"}}]}
+{"schema":"olm.bundle","package":"cache-operator","name":"cache-operator.v1.2.0","image":"example.com/cache:1.2.0","properties":[{"type":"olm.package","value":{"packageName":"cache-operator","version":"1.2.0"}}]}
+{"schema":"olm.deprecations","package":"cache-operator","entries":[{"reference":{"schema":"olm.channel","name":"alpha"},"message":"alpha is frozen; use stable"}]}
+{"schema":"olm.package","name":"queue-operator","defaultChannel":"stable","description":"A message queue."}
+{"schema":"olm.channel","package":"queue-operator","name":"stable","entries":[{"name":"queue-operator.v0.3.0"}]}
+{"schema":"olm.bundle","package":"queue-operator","name":"queue-operator.v0.3.0","image":"example.com/queue:0.3.0","properties":[{"type":"olm.package","value":{"packageName":"queue-operator","version":"0.3.0"}}]}
+"#;
+
+/// Serves `CATALOG` under a new Catalog and waits for its URL.
+async fn serve(client: &Client) -> String {
+    let name = unique_name("online");
+    let object: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": name, "namespace": system_namespace() },
+        "immutable": true,
+        "data": { "catalog.json": CATALOG }
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), system_namespace())
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    let spec = json!({
+        "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+        "metadata": { "name": name },
+        "spec": { "source": { "configMap": { "name": name, "namespace": system_namespace() } } }
+    });
+    let api = Api::<Catalog>::all(client.clone());
+    api.patch(
+        &name,
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(&spec),
+    )
+    .await
+    .unwrap();
+    wait_for("the Catalog's URL", TIMEOUT, || async {
+        let catalog = api.get(&name).await.map_err(|e| e.to_string())?;
+        match catalog.status.and_then(|s| s.urls) {
+            Some(_) => Ok(()),
+            None => Err("no urls yet".to_owned()),
+        }
+    })
+    .await;
+    name
+}
+
+/// A token of a new ServiceAccount, bound to read every catalog when `reader`.
+async fn token(client: &Client, reader: bool) -> String {
+    let name = unique_name("olm-reader");
+    let ns = system_namespace();
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), ns);
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({ "metadata": { "name": name, "namespace": ns } })).unwrap();
+    accounts.create(&PostParams::default(), &sa).await.unwrap();
+    if reader {
+        let role: ClusterRole = serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "rules": [{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }]
+        }))
+        .unwrap();
+        Api::<ClusterRole>::all(client.clone())
+            .create(&PostParams::default(), &role)
+            .await
+            .unwrap();
+        let binding: ClusterRoleBinding = serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }]
+        }))
+        .unwrap();
+        Api::<ClusterRoleBinding>::all(client.clone())
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+    let request: TokenRequest =
+        serde_json::from_value(json!({ "spec": { "audiences": [] } })).unwrap();
+    accounts
+        .create_token_request(&name, &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token
+        .unwrap()
+}
+
+fn olm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test]
+async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
+    let client = setup().await;
+    let name = serve(&client).await;
+    let reader = token(&client, true).await;
+    let api = address().to_string();
+    let online = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--catalog-api", &api, "--token", &reader]);
+        olm(&all)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("catalog.json"), CATALOG).unwrap();
+    let offline_catalog = format!("{}={name}", dir.path().display());
+    let offline = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--catalog", &offline_catalog]);
+        olm(&all)
+    };
+
+    // search: the same rows (other tests' catalogs may be served too: keep this one's).
+    let found = online(&["search", "cache", "-o", "json"]);
+    assert_eq!(found.status.code(), Some(0), "{}", text(&found.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&found.stdout).unwrap();
+    let ours: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["catalog"] == name.as_str())
+        .collect();
+    let expected: Vec<serde_json::Value> =
+        serde_json::from_slice(&offline(&["search", "cache", "-o", "json"]).stdout).unwrap();
+    assert_eq!(ours.len(), 1, "{rows:?}");
+    assert_eq!(*ours[0], expected[0]);
+    assert_eq!(ours[0]["latest"], "1.2.0");
+    assert_eq!(ours[0]["summary"], "Runs a distributed cache.");
+
+    // show and upgrades: byte for byte what the directory gives.
+    for args in [
+        vec!["show", "cache-operator"],
+        vec!["show", "cache-operator", "-o", "json"],
+        vec!["upgrades", "cache-operator", "--from", "1.0.0"],
+        vec![
+            "upgrades",
+            "cache-operator",
+            "--from",
+            "1.0.0",
+            "--channel",
+            "alpha",
+        ],
+    ] {
+        let from_cluster = online(&args);
+        let from_dir = offline(&args);
+        assert_eq!(
+            from_cluster.status.code(),
+            from_dir.status.code(),
+            "{args:?}: {}",
+            text(&from_cluster.stderr)
+        );
+        let keep = |out: &[u8]| {
+            // Other catalogs served by this process could hold the package too.
+            text(out)
+        };
+        if args[0] == "show" && args.len() == 2 {
+            assert!(
+                keep(&from_cluster.stdout).contains(&keep(&from_dir.stdout)),
+                "{args:?}\n{}\n---\n{}",
+                text(&from_cluster.stdout),
+                text(&from_dir.stdout)
+            );
+        } else if args.len() > 2 && args[2] == "-o" {
+            let cluster: Vec<serde_json::Value> =
+                serde_json::from_slice(&from_cluster.stdout).unwrap();
+            let dir: Vec<serde_json::Value> = serde_json::from_slice(&from_dir.stdout).unwrap();
+            assert!(cluster.contains(&dir[0]), "{args:?}");
+        } else {
+            assert!(
+                from_cluster.status.success() == from_dir.status.success(),
+                "{args:?}"
+            );
+            assert!(
+                keep(&from_cluster.stdout).contains(keep(&from_dir.stdout).trim()),
+                "{args:?}\n{}\n---\n{}",
+                text(&from_cluster.stdout),
+                text(&from_dir.stdout)
+            );
+        }
+    }
+
+    // A package no catalog has: exit 1.
+    let missing = online(&["show", "no-such-operator"]);
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing.stderr));
+
+    // Without a token (the test kubeconfig authenticates with a certificate): exit 2, and how.
+    let bare = olm(&["search", "cache", "--catalog-api", &api]);
+    assert_eq!(bare.status.code(), Some(2), "{}", text(&bare.stderr));
+    assert!(
+        text(&bare.stderr).contains("needs a bearer token"),
+        "{}",
+        text(&bare.stderr)
+    );
+
+    // A user who may read no catalog: each is refused with the API's sentence.
+    let stranger = token(&client, false).await;
+    let refused = olm(&[
+        "search",
+        "cache",
+        "--catalog-api",
+        &api,
+        "--token",
+        &stranger,
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("may not read Catalog"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
