@@ -148,20 +148,22 @@ impl CatalogApi {
         mut each: impl AsyncFnMut(&Served) -> Result<T, Failure>,
     ) -> Result<Vec<T>, Failure> {
         let mut results = Vec::new();
-        let mut first_failure = None;
+        let mut failures: Vec<Failure> = Vec::new();
         for served in &self.catalogs {
             match each(served).await {
                 Ok(result) => results.push(result),
-                Err(failure) => {
-                    eprintln!("kubectl olm: skipped: {}", failure.1);
-                    first_failure.get_or_insert(failure);
-                }
+                Err(failure) => failures.push(failure),
             }
         }
-        match first_failure {
-            Some(failure) if results.is_empty() => Err(failure),
-            _ => Ok(results),
+        if results.is_empty()
+            && let Some(first) = failures.first()
+        {
+            return Err(first.clone());
         }
+        for (_, why) in &failures {
+            eprintln!("kubectl olm: skipped {why}");
+        }
+        Ok(results)
     }
 
     /// The names of the served catalogs.

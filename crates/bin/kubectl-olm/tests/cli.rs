@@ -318,13 +318,17 @@ fn a_catalog_that_does_not_load_is_invalid_input_naming_it() {
         stderr(&output),
         "kubectl olm: catalog nonexistent/catalog is neither a directory nor an image reference (registry/repository:tag)\n"
     );
-    // No catalog at all: clap's usage error, also 2.
+    // No catalog: the cluster's are read, and a cluster that cannot be found is exit 3.
     let output = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
-        .args(["search", "etcd"])
+        .args(["search", "etcd", "--kubeconfig", "/nonexistent/kubeconfig"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("--catalog"));
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        stderr(&output).starts_with("kubectl olm: cannot read kubeconfig /nonexistent/kubeconfig"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
