@@ -78,13 +78,14 @@ enum Command {
         common: Common,
     },
     /// What an installed version of a package can upgrade to along the catalog's upgrade
-    /// graph, in one step and in several.
+    /// graph, in one step and in several; for a PlatformOperator (no `--from`), what it
+    /// runs, what it may reach, and what its controllers say about moving.
     Upgrades {
-        /// The package name.
+        /// The package name with `--from`; else a PlatformOperator's name.
         package: String,
-        /// The installed version.
+        /// The installed version (default: what the PlatformOperator named PACKAGE runs).
         #[arg(long, value_name = "VERSION")]
-        from: String,
+        from: Option<String>,
         /// Only follow this channel's upgrade edges.
         #[arg(long)]
         channel: Option<String>,
@@ -230,6 +231,9 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
             channel,
             common,
         } => {
+            let Some(from) = from else {
+                return installed_upgrades(&package, channel.as_deref(), &common);
+            };
             let (catalogs, _) = catalogs_with(&common, &package)?;
             let found = upgrades::upgrades(&catalogs, &package, &from, channel.as_deref())
                 .map_err(|m| (NOT_FOUND, m))?;
@@ -322,6 +326,39 @@ fn on_cluster<T>(
         .build()
         .map_err(|err| (INTERNAL, format!("cannot start: {err}")))?;
     runtime.block_on(command)
+}
+
+/// `upgrades NAME` for a PlatformOperator: its running version's upgrades in the catalogs
+/// (the cluster's, or `--catalog`), following its channel, with its `Progressing` words.
+fn installed_upgrades(
+    name: &str,
+    channel: Option<&str>,
+    common: &Common,
+) -> Result<Done, (u8, String)> {
+    let platform_operator = on_cluster(async {
+        let client = common.cluster.client().await?;
+        kube::Api::<platform_api::PlatformOperator>::all(client)
+            .get(name)
+            .await
+            .map_err(|err| cluster::failure(&format!("read PlatformOperator {name}"), err))
+    })?;
+    let mut installed = upgrades::installed_of(&platform_operator).map_err(|m| (NOT_FOUND, m))?;
+    let channel = channel
+        .map(str::to_owned)
+        .or_else(|| installed.channel.clone());
+    let (catalogs, _) = catalogs_with(common, &installed.package)?;
+    installed.upgrades = upgrades::upgrades(
+        &catalogs,
+        &installed.package,
+        &installed.version,
+        channel.as_deref(),
+    )
+    .map_err(|m| (NOT_FOUND, m))?;
+    let stdout = match output::structured(common.output, &installed) {
+        Some(text) => text.map_err(|m| (INTERNAL, m))?,
+        None => output::installed_text(&installed),
+    };
+    Ok(Done { stdout, code: 0 })
 }
 
 /// The catalog query API, reached with the cluster flags of `common`.

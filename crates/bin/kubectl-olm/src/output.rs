@@ -169,6 +169,35 @@ pub fn show_text(views: &[PackageView]) -> String {
     out
 }
 
+/// `upgrades NAME` of a PlatformOperator: what it runs and accepts, what its controllers
+/// say about moving, then the upgrades as `upgrades_text` prints them.
+pub fn installed_text(installed: &crate::upgrades::Installed) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "PlatformOperator:  {}", installed.platform_operator);
+    let _ = writeln!(
+        out,
+        "Runs:              {} {}",
+        installed.package, installed.version
+    );
+    let _ = writeln!(
+        out,
+        "Follows:           channel {}, versions {}, policy {}",
+        installed.channel.as_deref().unwrap_or("(the default)"),
+        installed.version_range.as_deref().unwrap_or("(any)"),
+        installed.policy
+    );
+    if let Some(progress) = &installed.progressing {
+        let _ = writeln!(
+            out,
+            "Progressing:       {} ({}): {}",
+            progress.status, progress.reason, progress.message
+        );
+    }
+    out.push('\n');
+    out.push_str(&upgrades_text(&installed.upgrades));
+    out
+}
+
 /// The upgrades of an installed version, in each catalog that has it, for people. Pure.
 pub fn upgrades_text(found: &[Upgrades]) -> String {
     let mut out = String::new();

@@ -264,6 +264,79 @@ async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
         }
     }
 
+    // An installed operator: what it runs, what it may reach, and its controllers' words.
+    let po_name = unique_name("cache");
+    let platform_operators: Api<platform_api::PlatformOperator> = Api::all(client.clone());
+    let po: platform_api::PlatformOperator = serde_json::from_value(json!({
+        "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+        "metadata": { "name": po_name },
+        "spec": { "package": { "name": "cache-operator", "channel": "stable", "versionRange": "<1.2.0" } }
+    }))
+    .unwrap();
+    platform_operators
+        .create(&PostParams::default(), &po)
+        .await
+        .unwrap();
+    // What platform-operators writes once 1.0.0 runs and the range keeps 1.2.0 out.
+    platform_operators
+        .patch_status(
+            &po_name,
+            &PatchParams::apply("platform-operators").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "platform.openshift.io/v1alpha1", "kind": "PlatformOperator",
+                "status": {
+                    "installedBundles": [{ "package": "cache-operator", "version": "1.0.0" }],
+                    "conditions": [{
+                        "type": "Progressing", "status": "False", "reason": "UpgradeBlocked",
+                        "message": "cache-operator 1.0.0 stays: 1.2.0 is outside versionRange <1.2.0",
+                        "lastTransitionTime": "2026-11-29T00:00:00Z"}]},
+            })),
+        )
+        .await
+        .unwrap();
+    let installed = online(&["upgrades", &po_name]);
+    assert_eq!(
+        installed.status.code(),
+        Some(0),
+        "{}",
+        text(&installed.stderr)
+    );
+    let printed = text(&installed.stdout);
+    assert!(printed.starts_with(&format!("PlatformOperator:  {po_name}\nRuns:              cache-operator 1.0.0\nFollows:           channel stable, versions <1.2.0, policy CatalogProvided\nProgressing:       False (UpgradeBlocked): cache-operator 1.0.0 stays: 1.2.0 is outside versionRange <1.2.0\n")), "{printed}");
+    assert!(
+        printed.contains(&text(
+            &offline(&[
+                "upgrades",
+                "cache-operator",
+                "--from",
+                "1.0.0",
+                "--channel",
+                "stable"
+            ])
+            .stdout
+        )),
+        "{printed}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&online(&["upgrades", &po_name, "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["version"], "1.0.0");
+    assert_eq!(json["progressing"]["reason"], "UpgradeBlocked");
+    let ours = json["upgrades"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["catalog"] == name.as_str())
+        .unwrap();
+    let next: Vec<&str> = ours["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(next, ["1.2.0", "1.1.0"]);
+    let nothing = online(&["upgrades", "no-such-platform-operator"]);
+    assert_eq!(nothing.status.code(), Some(1), "{}", text(&nothing.stderr));
+
     // A package no catalog has: exit 1.
     let missing = online(&["show", "no-such-operator"]);
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing.stderr));
