@@ -371,6 +371,13 @@ async fn readers_get_catalogd_paths_with_etags_and_gzip_and_others_get_a_sentenc
         })
         .collect();
     assert_eq!(names, ["app.v1.0.0", "app.v1.1.0"]);
+    let unknown = format!("/catalogs/{name}/api/v1/metas?package=nope");
+    let (status, _, body) = get(&http, &unknown, Some(&reader), &[]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        text(&body).trim(),
+        format!("Catalog {name:?} has no package \"nope\"")
+    );
     let bad = format!("/catalogs/{name}/api/v1/metas?pakage=app");
     let (status, _, body) = get(&http, &bad, Some(&reader), &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);

@@ -2,8 +2,8 @@
 //! `.../packages`, with access checks, conditional requests, gzip and bounded streaming.
 //!
 //! Order of checks, each answered with a sentence: malformed request (400), access (401,
-//! 403, or 503 when the API server cannot be asked), unknown catalog (404), unchanged
-//! content (304), too many responses in flight (503). Access comes before existence, so a
+//! 403, or 503 when the API server cannot be asked), unknown catalog or package (404),
+//! unchanged content (304), too many responses in flight (503). Access comes before existence, so a
 //! user who may not read a catalog cannot learn whether it exists.
 
 use std::collections::VecDeque;
@@ -218,6 +218,17 @@ impl Api {
                 ),
             );
         };
+        if let Query::Metas(Filter {
+            package: Some(package),
+            ..
+        }) = &query
+            && !stored.has_package(package)
+        {
+            return sentence(
+                StatusCode::NOT_FOUND,
+                format!("Catalog {name:?} has no package {package:?}"),
+            );
+        }
         let gzip = accepts_gzip(headers);
         let etag = etag(stored.etag(), gzip);
         let modified = httpdate::fmt_http_date(stored.modified());

@@ -368,6 +368,16 @@ impl StoredCatalog {
         self.packages.clone()
     }
 
+    /// Whether any blob belongs to `package` (names it as its `package`, or is its
+    /// `olm.package` blob).
+    pub fn has_package(&self, package: &str) -> bool {
+        self.by_package.contains_key(package)
+            || self.entries.iter().any(|entry| {
+                entry.schema.as_deref() == Some(fbc::SCHEMA_PACKAGE)
+                    && entry.name.as_deref() == Some(package)
+            })
+    }
+
     /// How many blobs are stored.
     pub fn blob_count(&self) -> usize {
         self.entries.len()
@@ -452,6 +462,8 @@ mod tests {
             ..Filter::default()
         };
         assert_eq!(store.select(&unknown), Selection::of(Vec::new()));
+        assert!(store.has_package("a") && store.has_package("b"));
+        assert!(!store.has_package("zzz") && !store.has_package("a.v1"));
     }
 
     #[test]
