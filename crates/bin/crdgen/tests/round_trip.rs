@@ -349,6 +349,9 @@ async fn catalogs_round_trip() {
             size: 7,
             chunks: 1,
         }),
+        urls: Some(deppy_api::CatalogUrls {
+            base: "https://deppy-catalogs.deppy-system.svc/catalogs/operatorhub".to_owned(),
+        }),
         packages: Some(12),
         bundles: Some(240),
         last_polled: Some(at(1_700_000_100)),
