@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use deppy_api::Catalog;
 use deppy_resolver::controller::{self, ApiSettings, Metrics, ServedCatalogs, Settings};
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use reqwest::StatusCode;
@@ -150,44 +148,13 @@ async fn serve(client: &Client, name: &str, catalog: &str) -> Catalog {
     .await
 }
 
-/// A ServiceAccount's token, the SA bound to `rules` when given.
+/// A ServiceAccount's user name and token, the account granted `rules` when given.
 async fn token(client: &Client, rules: Option<serde_json::Value>) -> (String, String) {
-    let name = unique_name("reader");
-    let ns = system_namespace();
-    let sa: ServiceAccount =
-        serde_json::from_value(json!({ "metadata": { "name": name, "namespace": ns } })).unwrap();
-    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), ns);
-    accounts.create(&PostParams::default(), &sa).await.unwrap();
+    let (user, token) = testkit::users::service_account_token(client, system_namespace()).await;
     if let Some(rules) = rules {
-        let role: ClusterRole =
-            serde_json::from_value(json!({ "metadata": { "name": name }, "rules": rules }))
-                .unwrap();
-        Api::<ClusterRole>::all(client.clone())
-            .create(&PostParams::default(), &role)
-            .await
-            .unwrap();
-        let binding: ClusterRoleBinding = serde_json::from_value(json!({
-            "metadata": { "name": name },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
-            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }]
-        }))
-        .unwrap();
-        Api::<ClusterRoleBinding>::all(client.clone())
-            .create(&PostParams::default(), &binding)
-            .await
-            .unwrap();
+        testkit::users::grant(client, &user, &unique_name("catalog-reader"), rules).await;
     }
-    let request: TokenRequest =
-        serde_json::from_value(json!({ "spec": { "audiences": [], "expirationSeconds": 3600 } }))
-            .unwrap();
-    let issued = accounts
-        .create_token_request(&name, &PostParams::default(), &request)
-        .await
-        .unwrap();
-    (
-        format!("system:serviceaccount:{ns}:{name}"),
-        issued.status.unwrap().token.unwrap(),
-    )
+    (user, token)
 }
 
 /// An HTTPS client that trusts the published CA and reaches the API's name on loopback.

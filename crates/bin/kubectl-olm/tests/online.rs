@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use deppy_api::Catalog;
 use deppy_resolver::controller::{self, ApiSettings, Metrics, ServedCatalogs, Settings};
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -125,45 +123,14 @@ async fn serve(client: &Client) -> String {
     name
 }
 
-/// A token of a new ServiceAccount, bound to read every catalog when `reader`.
+/// A token of a new ServiceAccount, granted reading every catalog when `reader`.
 async fn token(client: &Client, reader: bool) -> String {
-    let name = unique_name("olm-reader");
-    let ns = system_namespace();
-    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), ns);
-    let sa: ServiceAccount =
-        serde_json::from_value(json!({ "metadata": { "name": name, "namespace": ns } })).unwrap();
-    accounts.create(&PostParams::default(), &sa).await.unwrap();
+    let (user, token) = testkit::users::service_account_token(client, system_namespace()).await;
     if reader {
-        let role: ClusterRole = serde_json::from_value(json!({
-            "metadata": { "name": name },
-            "rules": [{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }]
-        }))
-        .unwrap();
-        Api::<ClusterRole>::all(client.clone())
-            .create(&PostParams::default(), &role)
-            .await
-            .unwrap();
-        let binding: ClusterRoleBinding = serde_json::from_value(json!({
-            "metadata": { "name": name },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
-            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }]
-        }))
-        .unwrap();
-        Api::<ClusterRoleBinding>::all(client.clone())
-            .create(&PostParams::default(), &binding)
-            .await
-            .unwrap();
+        let rules = json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }]);
+        testkit::users::grant(client, &user, &unique_name("olm-reader"), rules).await;
     }
-    let request: TokenRequest =
-        serde_json::from_value(json!({ "spec": { "audiences": [] } })).unwrap();
-    accounts
-        .create_token_request(&name, &PostParams::default(), &request)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token
-        .unwrap()
+    token
 }
 
 fn olm(args: &[&str]) -> Output {

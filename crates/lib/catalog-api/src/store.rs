@@ -94,7 +94,7 @@ impl StoreBuilder {
     /// the archive). A file that does not split into documents is left out from its first
     /// malformed document on: the catalog's own parse reports it, or a `.indexignore` hides it.
     pub fn add_file(&mut self, path: &str, contents: &[u8]) -> Result<(), StoreError> {
-        let Some(path) = normalize(path) else {
+        let Some(path) = fbc::normalize_path(path) else {
             return Ok(());
         };
         if path.rsplit('/').next() == Some(fbc::INDEX_IGNORE) {
@@ -229,20 +229,6 @@ fn intern(names: &mut HashMap<String, Arc<str>>, name: String) -> Arc<str> {
     let shared: Arc<str> = name.as_str().into();
     names.insert(name, shared.clone());
     shared
-}
-
-/// The path as fbc reads it: without a leading `./` or `/`; `None` for a directory.
-fn normalize(mut path: &str) -> Option<&str> {
-    loop {
-        if let Some(rest) = path.strip_prefix("./") {
-            path = rest;
-        } else if let Some(rest) = path.strip_prefix('/') {
-            path = rest;
-        } else {
-            break;
-        }
-    }
-    (!path.is_empty() && !path.ends_with('/')).then_some(path)
 }
 
 /// Byte ranges of the file, in order, with adjacent lines merged.

@@ -62,7 +62,8 @@ pub use model::{
     SCHEMA_PACKAGE,
 };
 pub use parse::{
-    parse_dir, parse_dir_with, parse_files, parse_files_with, parse_into, parse_into_with,
+    normalize_path, parse_dir, parse_dir_with, parse_files, parse_files_with, parse_into,
+    parse_into_with,
 };
 pub use property::{
     CsvMetadata, InstallMode, PackageProperty, PackageRequired, Property, PropertyError,

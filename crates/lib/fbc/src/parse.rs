@@ -160,7 +160,7 @@ where
     let mut files: Vec<(String, C)> = files
         .into_iter()
         .filter_map(|(path, contents)| {
-            normalize(path.as_ref()).map(|path| (path.to_owned(), contents))
+            normalize_path(path.as_ref()).map(|path| (path.to_owned(), contents))
         })
         .collect();
     files.sort_by(|(a, _), (b, _)| a.cmp(b));
@@ -452,7 +452,9 @@ impl<D> RawBlob<'_, D> {
     }
 }
 
-pub(crate) fn normalize(mut path: &str) -> Option<&str> {
+/// A catalog file's path as the parser reads it: without a leading `./` or `/`; `None` for a
+/// directory entry (ending in `/`) or an empty path.
+pub fn normalize_path(mut path: &str) -> Option<&str> {
     loop {
         if let Some(rest) = path.strip_prefix("./") {
             path = rest;
@@ -1087,10 +1089,10 @@ mod tests {
 
     #[test]
     fn normalize_drops_leading_dots_and_slashes_and_skips_directories() {
-        assert_eq!(normalize("./a/b.yaml"), Some("a/b.yaml"));
-        assert_eq!(normalize("/./a.json"), Some("a.json"));
-        assert_eq!(normalize("dir/"), None);
-        assert_eq!(normalize("./"), None);
+        assert_eq!(normalize_path("./a/b.yaml"), Some("a/b.yaml"));
+        assert_eq!(normalize_path("/./a.json"), Some("a.json"));
+        assert_eq!(normalize_path("dir/"), None);
+        assert_eq!(normalize_path("./"), None);
     }
 
     fn documents(file: &str, contents: &[u8]) -> Vec<usize> {

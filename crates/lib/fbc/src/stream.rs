@@ -15,7 +15,7 @@ use crate::error::ParseError;
 use crate::ignore::IndexIgnore;
 use crate::index::{CatalogIndex, LoadError};
 use crate::model::Catalog;
-use crate::parse::{add_ignore, is_index_ignore, normalize, parse_into_with};
+use crate::parse::{add_ignore, is_index_ignore, normalize_path, parse_into_with};
 
 /// Accumulates catalog files; see the [module documentation](self).
 #[derive(Debug, Default)]
@@ -42,7 +42,7 @@ impl CatalogBuilder {
     /// [`crate::parse_files`]); `contents` is not needed afterwards. A file that does not
     /// parse is reported by [`CatalogBuilder::finish`] unless a `.indexignore` hides it.
     pub fn add_file(&mut self, path: &str, contents: &[u8]) {
-        let Some(path) = normalize(path) else {
+        let Some(path) = normalize_path(path) else {
             return;
         };
         self.added += 1;

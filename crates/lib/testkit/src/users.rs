@@ -41,3 +41,31 @@ pub async fn bind(admin: &Client, user: &str, binding: &str, role: &str) {
         .await
         .unwrap_or_else(|err| panic!("failed to create ClusterRoleBinding {binding}: {err}"));
 }
+
+/// A new ServiceAccount in `namespace` and a token of it (one hour): for tests of servers
+/// that authenticate bearer tokens. Returns its user name
+/// (`system:serviceaccount:NAMESPACE:NAME`, which [`grant`] takes) and the token.
+pub async fn service_account_token(admin: &Client, namespace: &str) -> (String, String) {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let name = crate::unique_name("sa");
+    let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), namespace);
+    let account: ServiceAccount =
+        serde_json::from_value(json!({ "metadata": { "name": name, "namespace": namespace } }))
+            .unwrap();
+    accounts
+        .create(&PostParams::default(), &account)
+        .await
+        .unwrap_or_else(|err| panic!("failed to create ServiceAccount {namespace}/{name}: {err}"));
+    let request: TokenRequest =
+        serde_json::from_value(json!({ "spec": { "audiences": [], "expirationSeconds": 3600 } }))
+            .unwrap();
+    let token = accounts
+        .create_token_request(&name, &PostParams::default(), &request)
+        .await
+        .unwrap_or_else(|err| panic!("failed to create a token for {namespace}/{name}: {err}"))
+        .status
+        .and_then(|status| status.token)
+        .unwrap_or_else(|| panic!("the token request for {namespace}/{name} returned no token"));
+    (format!("system:serviceaccount:{namespace}:{name}"), token)
+}
