@@ -378,3 +378,153 @@ async fn readers_get_catalogd_paths_with_etags_and_gzip_and_others_get_a_sentenc
     assert_ne!(headers["etag"].to_str().unwrap(), etag);
     assert_eq!(text(&body).lines().count(), 1 + 1 + 3);
 }
+
+/// A catalog of 100 packages of 20 bundles, every bundle padded with eight `marker`s and
+/// 12,000 pseudo-random hex digits (so it does not compress past the unpacker's ratio
+/// limit) so that two versions differ on every bundle line: about 24 MB, far more than
+/// socket buffers hold.
+fn big_catalog(marker: char) -> String {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15 ^ u64::from(marker);
+    let mut text = String::new();
+    for p in 0..100 {
+        let entries: Vec<String> = (0..20)
+            .map(|b| format!("{{\"name\":\"p{p}.v1.0.{b}\"}}"))
+            .collect();
+        text.push_str(&format!(
+            "{{\"schema\":\"olm.package\",\"name\":\"p{p}\"}}\n{{\"schema\":\"olm.channel\",\"package\":\"p{p}\",\"name\":\"stable\",\"entries\":[{}]}}\n",
+            entries.join(",")
+        ));
+        for b in 0..20 {
+            let mut padding: String = std::iter::repeat_n(marker, 8).collect();
+            for _ in 0..12_000 / 16 {
+                // xorshift64: cheap digits a compressor cannot shrink much.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                padding.push_str(&format!("{state:016x}"));
+            }
+            text.push_str(&format!(
+                "{{\"schema\":\"olm.bundle\",\"package\":\"p{p}\",\"name\":\"p{p}.v1.0.{b}\",\"image\":\"r/p:{b}\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"p{p}\",\"version\":\"1.0.{b}\"}}}},{{\"type\":\"padding\",\"value\":\"{padding}\"}}]}}\n"
+            ));
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_catalog_replaced_while_a_client_reads_it_is_read_to_the_end_as_it_was() {
+    let client = setup().await;
+    let registry = testkit::servers::CraneRegistry::start();
+    let push = |tag: &str, marker: char| {
+        let catalog = big_catalog(marker);
+        let layer = testkit::servers::tar(&[("configs/catalog.json", catalog.as_bytes())]);
+        registry.push(&format!("catalogs/big:{tag}"), &[layer])
+    };
+    let first = push("a", 'a');
+    let name = unique_name("big");
+    let api = Api::<Catalog>::all(client.clone());
+    let point_at = |reference: String| {
+        let api = api.clone();
+        let name = name.clone();
+        async move {
+            let spec = json!({
+                "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+                "metadata": { "name": name },
+                "spec": { "source": { "image": { "ref": reference } } }
+            });
+            api.patch(
+                &name,
+                &PatchParams::apply("test").force(),
+                &Patch::Apply(&spec),
+            )
+            .await
+            .unwrap();
+            wait_for(
+                &format!("Catalog {name} to serve {reference}"),
+                TIMEOUT,
+                || async {
+                    let status = api
+                        .get(&name)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .status
+                        .unwrap_or_default();
+                    let serving = status.resolved_source.as_deref() == Some(reference.as_str())
+                        && status.urls.is_some();
+                    if serving {
+                        Ok(())
+                    } else {
+                        Err(format!("{status:?}"))
+                    }
+                },
+            )
+            .await;
+        }
+    };
+    point_at(first.clone()).await;
+    let (_, reader) = token(
+        &client,
+        Some(json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }])),
+    )
+    .await;
+    let http = https(&client).await;
+    let all = format!("https://{}/catalogs/{name}/api/v1/all", host());
+
+    // Start reading, take one piece, and stop reading for now.
+    let mut reading = http.get(&all).bearer_auth(&reader).send().await.unwrap();
+    assert_eq!(reading.status(), StatusCode::OK);
+    let length: u64 = reading.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // More than the socket buffers on both ends hold, so most of the body is still in the
+    // server's store file when the catalog is replaced below: the sender's buffer at its
+    // largest, the receiver's at its start (autotuning grows it only while the reader
+    // reads, and this one stops).
+    let buffer = |path: &str, field: usize| -> u64 {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| {
+                text.split_whitespace()
+                    .nth(field)
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(8 << 20)
+    };
+    let in_flight =
+        buffer("/proc/sys/net/ipv4/tcp_wmem", 2) + buffer("/proc/sys/net/ipv4/tcp_rmem", 1);
+    assert!(
+        length > in_flight + (4 << 20),
+        "{length} bytes could all be buffered ({in_flight})"
+    );
+    let old_tag = reading.headers()["etag"].to_str().unwrap().to_owned();
+    let mut received = reading.chunk().await.unwrap().unwrap().to_vec();
+
+    // The Catalog moves to new content meanwhile; new requests get it.
+    point_at(push("b", 'b')).await;
+    let (status, headers, _) = get(
+        &http,
+        &format!("/catalogs/{name}/api/v1/metas?schema=olm.package&name=p0"),
+        Some(&reader),
+        &[("if-none-match", &old_tag)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_ne!(headers["etag"].to_str().unwrap(), old_tag);
+
+    // The first reader gets the old content, whole and untorn.
+    while let Some(chunk) = reading.chunk().await.unwrap() {
+        received.extend_from_slice(&chunk);
+    }
+    assert_eq!(received.len() as u64, length);
+    let text = String::from_utf8(received).unwrap();
+    assert_eq!(
+        text.lines().filter(|l| l.contains("\"aaaaaaaa")).count(),
+        2000
+    );
+    assert!(
+        !text.contains("\"bbbbbbbb"),
+        "a line of the new content was served to the old reader"
+    );
+}
