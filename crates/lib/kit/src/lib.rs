@@ -18,6 +18,7 @@
 //! - [`retry`]: error classes and per-object exponential backoff with jitter;
 //! - [`metrics`]: the reconcile metrics every controller exports;
 //! - [`report`]: errors with their whole cause chain, for conditions and Events;
+//! - [`secrets`]: a Secret's data as bytes;
 //! - [`events`]: publishing Events without failing the reconcile;
 //! - [`kube_error`]: the error of a failed API call, named by its verb and object;
 //! - [`watch`]: watch settings (optional label selector);
@@ -33,6 +34,7 @@ pub mod leader;
 pub mod metrics;
 pub mod report;
 pub mod retry;
+pub mod secrets;
 pub mod serve;
 pub mod shutdown;
 pub mod status;

@@ -234,15 +234,6 @@ fn inject(object: &mut DynamicObject, trust_bundle: &str) {
     }
 }
 
-fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
-    secret
-        .data
-        .iter()
-        .flatten()
-        .map(|(key, value)| (key.clone(), value.0.clone()))
-        .collect()
-}
-
 fn encode_data(data: &BTreeMap<String, Vec<u8>>) -> Value {
     Value::Object(
         data.iter()
@@ -298,7 +289,7 @@ pub async fn provide(
     };
     let ca = read_secret(namespace.clone(), ca_name.clone())
         .await?
-        .map(|s| secret_data(&s));
+        .map(|s| kit::secrets::data(&s));
     let mut existing = Vec::new();
     for (index, _) in &wanted.serving {
         let object = &objects[*index];
@@ -311,7 +302,7 @@ pub async fn provide(
         existing.push(
             read_secret(secret_namespace, name)
                 .await?
-                .map(|s| secret_data(&s)),
+                .map(|s| kit::secrets::data(&s)),
         );
     }
     let mut live = Vec::new();

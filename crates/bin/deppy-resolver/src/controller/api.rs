@@ -122,8 +122,8 @@ async fn renew(
             e,
         )
     })?;
-    let ca_data = ca.as_ref().map(secret_data);
-    let tls_data = tls.as_ref().map(secret_data);
+    let ca_data = ca.as_ref().map(kit::secrets::data);
+    let tls_data = tls.as_ref().map(kit::secrets::data);
     let live = trust
         .as_ref()
         .and_then(|cm| cm.data.as_ref())
@@ -193,15 +193,6 @@ async fn renew(
         serving.get(certificates::TLS_KEY_KEY).unwrap_or(&empty),
     )?;
     Ok(decision.next_check)
-}
-
-fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
-    secret
-        .data
-        .iter()
-        .flatten()
-        .map(|(key, value)| (key.clone(), value.0.clone()))
-        .collect()
 }
 
 /// Creates or replaces (guarded by its resourceVersion) a Secret holding `data`.
