@@ -2,8 +2,10 @@
 //! `search`, `show` and `upgrades` without `--catalog`.
 //!
 //! The served Catalogs and their URLs (`status.urls.base`) come from the API server, as the
-//! user. The server is verified against the trust bundle deppy-resolver publishes (ConfigMap
-//! `deppy-catalog-api-ca` in its namespace). Requests carry the kubeconfig's bearer token
+//! user. Only https URLs are used, and the server is verified against the trust bundle
+//! deppy-resolver publishes in its own namespace (ConfigMap `deppy-catalog-api-ca`,
+//! `--catalog-api-namespace`), never one a URL points at: the token goes only to a server
+//! holding a certificate of that CA. Requests carry the kubeconfig's bearer token
 //! (or `--token`): the API checks it with a TokenReview, then the user's `get` on
 //! `catalogs/content`. Only what a command needs is fetched: the `packages` summary for
 //! `search`, one package's blobs for `show` and `upgrades`, never a whole catalog.
@@ -33,6 +35,10 @@ pub struct ApiArgs {
     /// The bearer token for the catalog query API (default: the kubeconfig's token).
     #[arg(long, env = "KUBECTL_OLM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// The namespace deppy-resolver runs in: the API's trust bundle (ConfigMap
+    /// `deppy-catalog-api-ca`) is read there, and only servers it vouches for get the token.
+    #[arg(long, value_name = "NAMESPACE", default_value = "deppy-system")]
+    pub catalog_api_namespace: String,
 }
 
 /// The trust bundle's ConfigMap, in the API's namespace.
@@ -42,6 +48,8 @@ const TRUST_CONFIGMAP: &str = "deppy-catalog-api-ca";
 struct Served {
     name: String,
     base: String,
+    /// The host of `base`.
+    host: String,
 }
 
 /// The catalog query API as this user sees it.
@@ -74,12 +82,25 @@ impl CatalogApi {
             .iter()
             .filter_map(|catalog| {
                 let status = catalog.status.as_ref()?;
-                let serving = kit_is_true(status, TYPE_SERVING);
                 let base = status.urls.as_ref()?.base.trim_end_matches('/').to_owned();
-                serving.then(|| Served {
-                    name: catalog.name_any(),
-                    base,
-                })
+                if !is_serving(status) {
+                    return None;
+                }
+                match https_host(&base) {
+                    Some(host) => Some(Served {
+                        name: catalog.name_any(),
+                        base,
+                        host,
+                    }),
+                    None => {
+                        // The token must never travel in the clear or to a malformed URL.
+                        eprintln!(
+                            "kubectl olm: skipped catalog {}: its URL {base:?} is not an https URL",
+                            catalog.name_any()
+                        );
+                        None
+                    }
+                }
             })
             .collect();
         catalogs.sort_by(|a, b| a.name.cmp(&b.name));
@@ -89,47 +110,27 @@ impl CatalogApi {
                 "no Catalog is served with a catalog query API URL (status.urls.base): is deppy-resolver running with --catalog-api-address? Or give --catalog DIR|IMAGE".to_owned(),
             ));
         }
+        // Only the trust bundle of deppy-resolver's own namespace: a server must hold a
+        // certificate of its CA before the token is sent, whatever a URL names.
+        let namespace = &args.catalog_api_namespace;
+        let certificates = trust_bundle(&client, namespace).await?;
         let mut builder = reqwest::Client::builder()
             .tls_built_in_root_certs(false)
+            .https_only(true)
+            // The API never redirects; a redirect is not followed with the token.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(std::time::Duration::from_secs(10))
             .timeout(std::time::Duration::from_secs(120));
-        // Each API host (deppy-catalogs.NAMESPACE.svc) publishes its trust bundle in its
-        // namespace; usually there is one.
-        let mut hosts: Vec<String> = catalogs
-            .iter()
-            .filter_map(|served| {
-                reqwest::Url::parse(&served.base)
-                    .ok()
-                    .and_then(|url| url.host_str().map(str::to_owned))
-            })
-            .collect();
-        hosts.sort();
-        hosts.dedup();
-        let mut trusted = false;
-        for host in &hosts {
-            let namespace = host.split('.').nth(1).unwrap_or("deppy-system");
-            match trust_bundle(&client, namespace).await {
-                Ok(certificates) => {
-                    for certificate in certificates {
-                        builder = builder.add_root_certificate(certificate);
-                        trusted = true;
-                    }
-                }
-                Err(why) => {
-                    eprintln!("kubectl olm: {why}; catalogs served by {host} cannot be verified")
-                }
-            }
-            if let Some(address) = args.catalog_api {
+        for certificate in certificates {
+            builder = builder.add_root_certificate(certificate);
+        }
+        if let Some(address) = args.catalog_api {
+            let mut hosts: Vec<&str> = catalogs.iter().map(|c| c.host.as_str()).collect();
+            hosts.sort_unstable();
+            hosts.dedup();
+            for host in hosts {
                 builder = builder.resolve(host, address);
             }
-        }
-        if !trusted {
-            return Err((
-                UNREACHABLE,
-                format!(
-                    "no trust bundle of the catalog query API could be read (ConfigMap {TRUST_CONFIGMAP})"
-                ),
-            ));
         }
         let http = builder
             .build()
@@ -292,29 +293,43 @@ impl CatalogApi {
 async fn trust_bundle(
     client: &Client,
     namespace: &str,
-) -> Result<Vec<reqwest::Certificate>, String> {
+) -> Result<Vec<reqwest::Certificate>, Failure> {
     let bundle = Api::<ConfigMap>::namespaced(client.clone(), namespace)
         .get(TRUST_CONFIGMAP)
         .await
         .map_err(|err| {
-            format!(
-                "cannot read ConfigMap {namespace}/{TRUST_CONFIGMAP}: {}",
-                error_chain(&err)
+            failure(
+                &format!(
+                    "read the catalog query API's trust bundle, ConfigMap {namespace}/{TRUST_CONFIGMAP} (if deppy-resolver runs in another namespace, name it with --catalog-api-namespace)"
+                ),
+                err,
             )
         })?
         .data
         .and_then(|data| data.get("ca.crt").cloned())
         .unwrap_or_default();
     reqwest::Certificate::from_pem_bundle(bundle.as_bytes()).map_err(|err| {
-        format!("ConfigMap {namespace}/{TRUST_CONFIGMAP} holds no usable certificate: {err}")
+        (
+            UNREACHABLE,
+            format!("ConfigMap {namespace}/{TRUST_CONFIGMAP} holds no usable certificate: {err}"),
+        )
     })
 }
 
-fn kit_is_true(status: &deppy_api::CatalogStatus, type_: &str) -> bool {
+/// Whether the Catalog's `Serving` condition is True.
+fn is_serving(status: &deppy_api::CatalogStatus) -> bool {
     status
         .conditions
         .iter()
-        .any(|c| c.type_ == type_ && c.status == "True")
+        .any(|c| c.type_ == TYPE_SERVING && c.status == "True")
+}
+
+/// The host of `url` when it is an https URL. Pure.
+fn https_host(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    (url.scheme() == "https")
+        .then(|| url.host_str().map(str::to_owned))
+        .flatten()
 }
 
 fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
@@ -326,4 +341,23 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::https_host;
+
+    #[test]
+    fn only_https_urls_get_the_token() {
+        assert_eq!(
+            https_host("https://deppy-catalogs.deppy-system.svc/catalogs/a").as_deref(),
+            Some("deppy-catalogs.deppy-system.svc")
+        );
+        assert_eq!(
+            https_host("http://deppy-catalogs.deppy-system.svc/catalogs/a"),
+            None
+        );
+        assert_eq!(https_host("deppy-catalogs/catalogs/a"), None);
+        assert_eq!(https_host("file:///etc/passwd"), None);
+    }
 }

@@ -152,7 +152,14 @@ async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
     let api = address().to_string();
     let online = |args: &[&str]| {
         let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--catalog-api", &api, "--token", &reader]);
+        all.extend([
+            "--catalog-api",
+            &api,
+            "--token",
+            &reader,
+            "--catalog-api-namespace",
+            system_namespace(),
+        ]);
         olm(&all)
     };
     let dir = tempfile::tempdir().unwrap();
@@ -309,7 +316,14 @@ async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing.stderr));
 
     // Without a token (the test kubeconfig authenticates with a certificate): exit 2, and how.
-    let bare = olm(&["search", "cache", "--catalog-api", &api]);
+    let bare = olm(&[
+        "search",
+        "cache",
+        "--catalog-api",
+        &api,
+        "--catalog-api-namespace",
+        system_namespace(),
+    ]);
     assert_eq!(bare.status.code(), Some(2), "{}", text(&bare.stderr));
     assert!(
         text(&bare.stderr).contains("needs a bearer token"),
@@ -326,6 +340,8 @@ async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
         &api,
         "--token",
         &stranger,
+        "--catalog-api-namespace",
+        system_namespace(),
     ]);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
     assert!(
