@@ -3,7 +3,9 @@
 //!
 //! Order of checks, each answered with a sentence: malformed request (400), access (401,
 //! 403, or 503 when the API server cannot be asked), unknown catalog or package (404),
-//! unchanged content (304), too many responses in flight (503). Access comes before existence, so a
+//! unchanged content (304). Before access, a request takes one of [`MAX_IN_FLIGHT`] slots
+//! (503 when none is free), held until its body ends: a flood of made-up tokens cannot
+//! make this server flood the API server with reviews. Access comes before existence, so a
 //! user who may not read a catalog cannot learn whether it exists.
 
 use std::collections::VecDeque;
@@ -30,7 +32,8 @@ use crate::store::{Filter, StoredCatalog};
 /// disk-cache speed, small enough that a stalled client holds little.
 const CHUNK: u64 = 256 * 1024;
 
-/// Responses streaming at once, beyond which a request gets 503 and `Retry-After`.
+/// Requests answered at once (access checks and streaming responses), beyond which a
+/// request gets 503 and `Retry-After`.
 pub const MAX_IN_FLIGHT: usize = 64;
 
 /// The catalogs the API serves, by Catalog name.
@@ -204,6 +207,20 @@ impl Api {
                 format!("{name:?} is not a Catalog name (lowercase letters, digits, '-' and '.')"),
             );
         }
+        // Taken before access is checked, so that requests with made-up tokens cannot have
+        // this server send the API server more than MAX_IN_FLIGHT reviews at once.
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            let mut response = sentence(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "this server is answering {MAX_IN_FLIGHT} requests already; retry in a second"
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        };
         let authorization = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok());
@@ -241,18 +258,6 @@ impl Api {
                 gzip,
             );
         }
-        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            let mut response = sentence(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "this server is sending {MAX_IN_FLIGHT} responses already; retry in a second"
-                ),
-            );
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return response;
-        };
         let (body, len, content_type) = match query {
             Query::Packages => {
                 let json = stored.packages();

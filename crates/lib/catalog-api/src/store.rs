@@ -196,12 +196,22 @@ impl StoreBuilder {
                     .push(at as u32);
             }
         }
+        let packages_named: HashSet<Arc<str>> = by_package
+            .keys()
+            .cloned()
+            .chain(entries.iter().filter_map(|entry| {
+                (entry.schema.as_deref() == Some(fbc::SCHEMA_PACKAGE))
+                    .then(|| entry.name.clone())
+                    .flatten()
+            }))
+            .collect();
         let all = spans(&entries, 0..entries.len() as u32);
         Ok(StoredCatalog {
             file,
             dir: self.dir,
             entries,
             by_package,
+            packages_named,
             all,
             etag,
             modified: SystemTime::now(),
@@ -277,6 +287,8 @@ pub struct StoredCatalog {
     dir: String,
     entries: Vec<Entry>,
     by_package: HashMap<Arc<str>, Vec<u32>>,
+    /// Every package some blob belongs to (by its `package`, or as its `olm.package`).
+    packages_named: HashSet<Arc<str>>,
     all: Vec<(u64, u64)>,
     etag: String,
     modified: SystemTime,
@@ -357,11 +369,7 @@ impl StoredCatalog {
     /// Whether any blob belongs to `package` (names it as its `package`, or is its
     /// `olm.package` blob).
     pub fn has_package(&self, package: &str) -> bool {
-        self.by_package.contains_key(package)
-            || self.entries.iter().any(|entry| {
-                entry.schema.as_deref() == Some(fbc::SCHEMA_PACKAGE)
-                    && entry.name.as_deref() == Some(package)
-            })
+        self.packages_named.contains(package)
     }
 
     /// How many blobs are stored.
