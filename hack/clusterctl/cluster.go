@@ -213,6 +213,18 @@ func (c *cluster) start(timeout time.Duration) error {
 		"--kubelet-client-certificate="+filepath.Join(pki, "kubelet-client.crt"),
 		"--kubelet-client-key="+filepath.Join(pki, "kubelet-client.key"),
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		// Aggregated APIs (deppy-resolver's catalog API): the API server authenticates the
+		// user, then forwards the request with the user in these headers, proving itself
+		// with the front-proxy client certificate. It publishes this configuration in
+		// kube-system/extension-apiserver-authentication, where aggregated servers read it.
+		"--requestheader-client-ca-file="+filepath.Join(pki, "front-proxy-ca.crt"),
+		"--requestheader-allowed-names="+frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-uid-headers=X-Remote-Uid",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+filepath.Join(pki, "front-proxy-client.crt"),
+		"--proxy-client-key-file="+filepath.Join(pki, "front-proxy-client.key"),
 	); err != nil {
 		return err
 	}

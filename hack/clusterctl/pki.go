@@ -15,6 +15,10 @@ import (
 	"time"
 )
 
+// frontProxyClientName is the front-proxy client certificate's CN, the one name
+// --requestheader-allowed-names admits (kubeadm's name for it).
+const frontProxyClientName = "front-proxy-client"
+
 // certValidity is long enough for any test run or `make run` session and short
 // enough that a leaked state directory is not a long-lived credential.
 const certValidity = 30 * 24 * time.Hour
@@ -133,6 +137,13 @@ type pki struct {
 	kubeletClient *keyPair
 	// saSigner signs service-account tokens (kube-apiserver and the token controller).
 	saSigner *keyPair
+	// frontProxyCA signs the one certificate kube-apiserver presents when it forwards a
+	// request to an aggregated API (frontProxyClient); the aggregated server trusts the
+	// X-Remote-User headers only from a client holding a certificate of this CA. It is apart
+	// from ca, as kubeadm keeps it: a client certificate of ca must not be able to claim any
+	// user by sending headers.
+	frontProxyCA     *keyPair
+	frontProxyClient *keyPair
 }
 
 // newPKI makes one CA for serving and client certificates and a separate key for
@@ -174,10 +185,17 @@ func newPKI(dir string, extraIPs []net.IP) (*pki, error) {
 	if p.saSigner, err = newCA("service-account-signer"); err != nil {
 		return nil, err
 	}
+	if p.frontProxyCA, err = newCA("front-proxy-ca"); err != nil {
+		return nil, err
+	}
+	if p.frontProxyClient, err = p.frontProxyCA.issue(frontProxyClientName, nil, nil, nil, false); err != nil {
+		return nil, err
+	}
 	for name, kp := range map[string]*keyPair{
 		"ca": p.ca, "apiserver": p.apiserver, "admin": p.admin, "controller-manager": p.controllerManager,
 		"scheduler": p.scheduler, "kwok": p.kwok, "sa": p.saSigner,
 		"kubelet": p.kubelet, "kubelet-client": p.kubeletClient,
+		"front-proxy-ca": p.frontProxyCA, "front-proxy-client": p.frontProxyClient,
 	} {
 		if err := kp.write(dir, name); err != nil {
 			return nil, fmt.Errorf("failed to write %s credentials: %w", name, err)

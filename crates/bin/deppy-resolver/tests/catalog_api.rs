@@ -244,14 +244,14 @@ async fn readers_get_catalogd_paths_with_etags_and_gzip_and_others_get_a_sentenc
     assert_eq!(
         text(&body).trim(),
         format!(
-            "user {stranger:?} may not read Catalog {name:?}: it needs \"get\" on \"catalogs/content\" in API group \"deppy.io\" for this Catalog"
+            "user {stranger:?} may not read Catalog {name:?}: it needs \"get\" on \"catalogs/content\" in API group \"catalogs.deppy.io\" for this Catalog"
         )
     );
     // A reader of this catalog only: another name is refused before it is looked up.
     let (_, reader) = token(
         &client,
         Some(
-            json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"],
+            json!([{ "apiGroups": ["catalogs.deppy.io"], "resources": ["catalogs/content"],
                       "resourceNames": [name], "verbs": ["get"] }]),
         ),
     )
@@ -266,7 +266,7 @@ async fn readers_get_catalogd_paths_with_etags_and_gzip_and_others_get_a_sentenc
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (_, everything) = token(
         &client,
-        Some(json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }])),
+        Some(json!([{ "apiGroups": ["catalogs.deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }])),
     )
     .await;
     let (status, _, body) = get(
@@ -464,7 +464,7 @@ async fn a_catalog_replaced_while_a_client_reads_it_is_read_to_the_end_as_it_was
     point_at(first.clone()).await;
     let (_, reader) = token(
         &client,
-        Some(json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }])),
+        Some(json!([{ "apiGroups": ["catalogs.deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }])),
     )
     .await;
     let http = https(&client).await;
@@ -526,5 +526,137 @@ async fn a_catalog_replaced_while_a_client_reads_it_is_read_to_the_end_as_it_was
     assert!(
         !text.contains("\"bbbbbbbb"),
         "a line of the new content was served to the old reader"
+    );
+}
+
+/// One GET through the Kubernetes API server, as `client`'s user.
+async fn through_api_server(client: &Client, path: &str) -> Result<String, kube::Error> {
+    let request = http::Request::get(path).body(Vec::new()).unwrap();
+    client.request_text(request).await
+}
+
+/// The admin kubeconfig's client certificate and key, as one PEM: a certificate the
+/// cluster's CA signed, but not the front-proxy CA.
+async fn admin_identity() -> reqwest::Identity {
+    let config = kube::config::Kubeconfig::read().unwrap();
+    let auth = &config.auth_infos[0].auth_info.as_ref().unwrap();
+    let decode = |data: &Option<String>| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(data.as_ref().unwrap())
+            .unwrap()
+    };
+    let mut pem = decode(&auth.client_certificate_data);
+    pem.extend(decode(
+        &auth
+            .client_key_data
+            .as_ref()
+            .map(|k| secrecy::ExposeSecret::expose_secret(k).to_owned()),
+    ));
+    reqwest::Identity::from_pem(&pem).unwrap()
+}
+
+#[tokio::test]
+async fn any_kubeconfig_reads_through_the_api_server_and_forged_user_headers_are_ignored() {
+    let client = setup().await;
+    let _registered =
+        testkit::aggregation::register_catalog_api(&client, system_namespace(), address().port())
+            .await;
+    let name = unique_name("agg");
+    serve(&client, &name, &package("app", &["1.0.0", "1.1.0"])).await;
+    let packages = format!("/apis/catalogs.deppy.io/v1/catalogs/{name}/content/api/v1/packages");
+
+    // A user granted this catalog, by name, reads through the API server: a user the API
+    // server authenticated (here by impersonation, as `kubectl --as`), no token of theirs.
+    let reader = unique_name("reader");
+    testkit::users::grant(
+        &client,
+        &reader,
+        &unique_name("catalog-reader"),
+        json!([{ "apiGroups": ["catalogs.deppy.io"], "resources": ["catalogs/content"],
+                  "resourceNames": [name], "verbs": ["get"] }]),
+    )
+    .await;
+    let as_reader = testkit::users::impersonating(&reader).await;
+    let body = wait_for("packages through the API server", TIMEOUT, || async {
+        through_api_server(&as_reader, &packages)
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    let summary: Vec<catalog_api::PackageSummary> = serde_json::from_str(&body).unwrap();
+    assert_eq!(summary.len(), 1);
+    assert_eq!(summary[0].name, "app");
+    let metas = format!(
+        "/apis/catalogs.deppy.io/v1/catalogs/{name}/content/api/v1/metas?schema=olm.bundle"
+    );
+    let bundles = through_api_server(&as_reader, &metas).await.unwrap();
+    assert_eq!(bundles.lines().count(), 2, "{bundles}");
+
+    // A user without the grant is refused by the API server, in its words, before the
+    // request reaches the catalog API; another catalog's name is refused to the reader.
+    let stranger = testkit::users::impersonating(&unique_name("stranger")).await;
+    match through_api_server(&stranger, &packages).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403, "{status:?}");
+            assert!(
+                status.message.contains(
+                    "cannot get resource \"catalogs/content\" in API group \"catalogs.deppy.io\""
+                ),
+                "{}",
+                status.message
+            );
+        }
+        other => panic!("a stranger read the catalog: {other:?}"),
+    }
+    let other = "/apis/catalogs.deppy.io/v1/catalogs/someone-elses/content/api/v1/packages";
+    match through_api_server(&as_reader, other).await {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
+        other => panic!("a per-name grant read another catalog: {other:?}"),
+    }
+
+    // Straight to the API, the front proxy's headers are forged: without a certificate of
+    // the front-proxy CA they are ignored, so there is no user at all...
+    let http = https(&client).await;
+    let direct = format!("/catalogs/{name}/api/v1/packages");
+    let forged = [
+        ("x-remote-user", reader.as_str()),
+        ("x-remote-group", "system:masters"),
+    ];
+    let (status, _, body) = get(&http, &direct, None, &forged).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{}", text(&body));
+    // ...and with a token, the token's user is the one checked, not the header's.
+    let (stranger_sa, stranger_token) = token(&client, None).await;
+    let (status, _, body) = get(&http, &direct, Some(&stranger_token), &forged).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(text(&body).contains(&stranger_sa), "{}", text(&body));
+
+    // A client certificate the cluster's own CA signed (the admin's) is not a front proxy's:
+    // the handshake is refused, whatever headers would follow.
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), system_namespace());
+    let bundle = configmaps
+        .get("deppy-catalog-api-ca")
+        .await
+        .unwrap()
+        .data
+        .unwrap()["ca.crt"]
+        .clone();
+    let mut builder = reqwest::Client::builder()
+        .resolve(&host(), address())
+        .tls_built_in_root_certs(false)
+        .identity(admin_identity().await);
+    for cert in reqwest::Certificate::from_pem_bundle(bundle.as_bytes()).unwrap() {
+        builder = builder.add_root_certificate(cert);
+    }
+    let with_admin_cert = builder.build().unwrap();
+    let refused = with_admin_cert
+        .get(format!("https://{}{direct}", host()))
+        .header("x-remote-user", reader.as_str())
+        .send()
+        .await;
+    assert!(
+        refused.is_err(),
+        "a non-front-proxy certificate was accepted: {:?}",
+        refused.map(|r| r.status())
     );
 }

@@ -363,10 +363,12 @@ fn installed_upgrades(
 
 /// The catalog query API, reached with the cluster flags of `common`.
 async fn connect(common: &Common) -> Result<online::CatalogApi, cluster::Failure> {
-    if common.cluster.impersonates() {
+    // Through the API server, --as works as for any request; straight to the API, the
+    // token's own user reads.
+    if common.api.direct() && common.cluster.impersonates() {
         return Err((
             INVALID,
-            "--as cannot be used with the catalog query API, which reads catalogs as the token's own user; give --token of that user instead".to_owned(),
+            "--as cannot be used with --catalog-api or --token, which read catalogs as the token's own user; leave them out to read through the API server as that user".to_owned(),
         ));
     }
     let (client, token) = common.cluster.connect().await?;

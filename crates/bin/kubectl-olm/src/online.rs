@@ -1,14 +1,20 @@
 //! Reading the cluster's catalogs through the catalog query API (docs/catalog-api.md), for
 //! `search`, `show` and `upgrades` without `--catalog`.
 //!
-//! The served Catalogs and their URLs (`status.urls.base`) come from the API server, as the
-//! user. Only https URLs are used, and the server is verified against the trust bundle
-//! deppy-resolver publishes in its own namespace (ConfigMap `deppy-catalog-api-ca`,
-//! `--catalog-api-namespace`), never one a URL points at: the token goes only to a server
-//! holding a certificate of that CA. Requests carry the kubeconfig's bearer token
-//! (or `--token`): the API checks it with a TokenReview, then the user's `get` on
-//! `catalogs/content`. Only what a command needs is fetched: the `packages` summary for
-//! `search`, one package's blobs for `show` and `upgrades`, never a whole catalog.
+//! Two ways in:
+//! - **Through the Kubernetes API server** (the default): the API is the aggregated API
+//!   `catalogs.deppy.io/v1`, so requests go where every kubectl request goes, with the
+//!   kubeconfig's own credentials (client certificates, OIDC, tokens) and `--as`. The API
+//!   server checks the user's `get` on `catalogs/content` before it forwards.
+//! - **Straight to the Service** (`--catalog-api HOST:PORT` or `--token`, e.g. after a
+//!   port-forward): the Catalogs' URLs (`status.urls.base`) with a bearer token. Only https
+//!   URLs are used, and the server is verified against the trust bundle deppy-resolver
+//!   publishes in its own namespace (ConfigMap `deppy-catalog-api-ca`,
+//!   `--catalog-api-namespace`), never one a URL points at: the token goes only to a server
+//!   holding a certificate of that CA.
+//!
+//! Only what a command needs is fetched: the `packages` summary for `search`, one
+//! package's blobs for `show` and `upgrades`, never a whole catalog.
 
 use std::net::SocketAddr;
 
@@ -27,12 +33,13 @@ use crate::search::{Found, first_line};
 /// How to reach the catalog query API.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ApiArgs {
-    /// Connect to the catalog query API at this address instead of the one its URL names,
-    /// still verifying the certificate for that name: e.g. `127.0.0.1:8443` after
-    /// `kubectl port-forward -n deppy-system svc/deppy-catalogs 8443:443`.
+    /// Connect straight to the catalog query API at this address instead of through the
+    /// Kubernetes API server, verifying the certificate for its Service's name: e.g.
+    /// `127.0.0.1:8443` after `kubectl port-forward -n deppy-system svc/deppy-catalogs 8443:443`.
     #[arg(long, value_name = "HOST:PORT")]
     pub catalog_api: Option<SocketAddr>,
-    /// The bearer token for the catalog query API (default: the kubeconfig's token).
+    /// Connect straight to the catalog query API (as --catalog-api does) with this bearer
+    /// token (default there: the kubeconfig's token).
     #[arg(long, env = "KUBECTL_OLM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// The namespace deppy-resolver runs in: the API's trust bundle (ConfigMap
@@ -52,64 +59,58 @@ struct Served {
     host: String,
 }
 
+/// The aggregated API's path for a catalog's content; its catalogd paths hang off it.
+const AGGREGATED: &str = "/apis/catalogs.deppy.io/v1/catalogs";
+/// The APIService registering it, for messages.
+const API_SERVICE: &str = "v1.catalogs.deppy.io";
+
 /// The catalog query API as this user sees it.
 pub struct CatalogApi {
-    http: reqwest::Client,
-    token: String,
+    transport: Transport,
     catalogs: Vec<Served>,
 }
 
+/// How requests reach the API.
+enum Transport {
+    /// Through the Kubernetes API server, as the kubeconfig's user.
+    ApiServer(Client),
+    /// Straight to the Service's address, with a bearer token.
+    Direct {
+        http: reqwest::Client,
+        token: String,
+    },
+}
+
+impl ApiArgs {
+    /// Whether these flags ask to reach the API straight rather than through the API server.
+    pub fn direct(&self) -> bool {
+        self.catalog_api.is_some() || self.token.is_some()
+    }
+}
+
 impl CatalogApi {
-    /// Lists the served Catalogs and prepares a client trusting the API's CA. `token` is
-    /// the kubeconfig's bearer token, if it has one.
+    /// Lists the served Catalogs and prepares the way to their content: through the API
+    /// server, or straight (see [`ApiArgs::direct`]). `token` is the kubeconfig's bearer
+    /// token, if it has one.
     pub async fn connect(
         client: Client,
         token: Option<String>,
         args: &ApiArgs,
     ) -> Result<Self, Failure> {
+        if !args.direct() {
+            let catalogs = served(&client, false).await?;
+            return Ok(Self {
+                transport: Transport::ApiServer(client),
+                catalogs,
+            });
+        }
         let token = args.token.clone().or(token).ok_or_else(|| {
             (
                 REFUSED,
                 "the catalog query API needs a bearer token and this kubeconfig has none (it may use a client certificate): pass --token, e.g. --token \"$(kubectl create token NAME -n NAMESPACE)\" for a ServiceAccount that may get catalogs/content, or give --catalog DIR|IMAGE".to_owned(),
             )
         })?;
-        let list = Api::<Catalog>::all(client.clone())
-            .list(&ListParams::default())
-            .await
-            .map_err(|err| failure("list Catalogs", err))?;
-        let mut catalogs: Vec<Served> = list
-            .items
-            .iter()
-            .filter_map(|catalog| {
-                let status = catalog.status.as_ref()?;
-                let base = status.urls.as_ref()?.base.trim_end_matches('/').to_owned();
-                if !is_serving(status) {
-                    return None;
-                }
-                match https_host(&base) {
-                    Some(host) => Some(Served {
-                        name: catalog.name_any(),
-                        base,
-                        host,
-                    }),
-                    None => {
-                        // The token must never travel in the clear or to a malformed URL.
-                        eprintln!(
-                            "kubectl olm: skipped catalog {}: its URL {base:?} is not an https URL",
-                            catalog.name_any()
-                        );
-                        None
-                    }
-                }
-            })
-            .collect();
-        catalogs.sort_by(|a, b| a.name.cmp(&b.name));
-        if catalogs.is_empty() {
-            return Err((
-                NOT_FOUND,
-                "no Catalog is served with a catalog query API URL (status.urls.base): is deppy-resolver running with --catalog-api-address? Or give --catalog DIR|IMAGE".to_owned(),
-            ));
-        }
+        let catalogs = served(&client, true).await?;
         // Only the trust bundle of deppy-resolver's own namespace: a server must hold a
         // certificate of its CA before the token is sent, whatever a URL names.
         let namespace = &args.catalog_api_namespace;
@@ -136,8 +137,7 @@ impl CatalogApi {
             .build()
             .map_err(|err| (UNREACHABLE, format!("cannot build an HTTPS client: {err}")))?;
         Ok(Self {
-            http,
-            token,
+            transport: Transport::Direct { http, token },
             catalogs,
         })
     }
@@ -173,40 +173,10 @@ impl CatalogApi {
     }
 
     async fn get(&self, served: &Served, path: &str) -> Result<Vec<u8>, Failure> {
-        let url = format!("{}/api/v1/{path}", served.base);
-        let response = self
-            .http
-            .get(&url)
-            .bearer_auth(&self.token)
-            .header("accept-encoding", "identity")
-            .send()
-            .await
-            .map_err(|err| {
-                (
-                    UNREACHABLE,
-                    format!(
-                        "cannot reach the catalog query API at {url} ({}): from outside the cluster, run `kubectl port-forward -n deppy-system svc/deppy-catalogs 8443:443` and pass --catalog-api 127.0.0.1:8443",
-                        error_chain(&err)
-                    ),
-                )
-            })?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(|err| {
-            (
-                UNREACHABLE,
-                format!("reading {url} failed: {}", error_chain(&err)),
-            )
-        })?;
-        if status.is_success() {
-            return Ok(body.to_vec());
+        match &self.transport {
+            Transport::ApiServer(client) => through_api_server(client, served, path).await,
+            Transport::Direct { http, token } => direct(http, token, served, path).await,
         }
-        let sentence = String::from_utf8_lossy(&body).trim().to_owned();
-        let code = match status.as_u16() {
-            404 => NOT_FOUND,
-            400 | 401 | 403 => REFUSED,
-            _ => UNREACHABLE,
-        };
-        Err((code, format!("catalog {}: {sentence}", served.name)))
     }
 
     /// `search` over every served catalog's `packages` summary.
@@ -289,6 +259,144 @@ impl CatalogApi {
     }
 }
 
+/// One GET straight to the catalog's URL with the bearer token.
+async fn direct(
+    http: &reqwest::Client,
+    token: &str,
+    served: &Served,
+    path: &str,
+) -> Result<Vec<u8>, Failure> {
+    let url = format!("{}/api/v1/{path}", served.base);
+    let response = http
+        .get(&url)
+        .bearer_auth(token)
+        .header("accept-encoding", "identity")
+        .send()
+        .await
+        .map_err(|err| {
+            (
+                UNREACHABLE,
+                format!(
+                    "cannot reach the catalog query API at {url} ({}): from outside the cluster, run `kubectl port-forward -n deppy-system svc/deppy-catalogs 8443:443` and pass --catalog-api 127.0.0.1:8443",
+                    error_chain(&err)
+                ),
+            )
+        })?;
+    let status = response.status();
+    let body = response.bytes().await.map_err(|err| {
+        (
+            UNREACHABLE,
+            format!("reading {url} failed: {}", error_chain(&err)),
+        )
+    })?;
+    if status.is_success() {
+        return Ok(body.to_vec());
+    }
+    let sentence = String::from_utf8_lossy(&body).trim().to_owned();
+    let code = match status.as_u16() {
+        404 => NOT_FOUND,
+        400 | 401 | 403 => REFUSED,
+        _ => UNREACHABLE,
+    };
+    Err((code, format!("catalog {}: {sentence}", served.name)))
+}
+
+/// One GET through the Kubernetes API server, as the kubeconfig's user.
+async fn through_api_server(
+    client: &Client,
+    served: &Served,
+    path: &str,
+) -> Result<Vec<u8>, Failure> {
+    let name = &served.name;
+    let uri = format!("{AGGREGATED}/{name}/content/api/v1/{path}");
+    let request = http::Request::get(&uri)
+        .header("accept-encoding", "identity")
+        .body(Vec::new())
+        .map_err(|err| (REFUSED, format!("cannot build a request for {uri}: {err}")))?;
+    match client.request_text(request).await {
+        Ok(text) => Ok(text.into_bytes()),
+        Err(kube::Error::Api(status)) => {
+            Err(aggregated_failure(name, status.code, &status.message))
+        }
+        Err(err) => Err(failure(
+            &format!("read catalog {name} through the API server"),
+            err,
+        )),
+    }
+}
+
+/// What a refused or failed request through the API server means, as a sentence. The API
+/// server's own answers (not registered, unavailable, forbidden) are told apart from the
+/// catalog API's sentences by their words. Pure.
+fn aggregated_failure(catalog: &str, code: u16, message: &str) -> Failure {
+    let direct = "or reach the API straight: `kubectl port-forward -n deppy-system svc/deppy-catalogs 8443:443` and --catalog-api 127.0.0.1:8443 --token TOKEN";
+    match code {
+        404 if message == "the server could not find the requested resource" => (
+            UNREACHABLE,
+            format!(
+                "the catalog query API is not registered with this cluster's API server (APIService {API_SERVICE}); deploy it with deppy-resolver, {direct}"
+            ),
+        ),
+        503 => (
+            UNREACHABLE,
+            format!(
+                "the catalog query API is unavailable ({message}): see `kubectl get apiservice {API_SERVICE}`, {direct}"
+            ),
+        ),
+        404 => (NOT_FOUND, format!("catalog {catalog}: {message}")),
+        400 | 401 | 403 => (REFUSED, format!("catalog {catalog}: {message}")),
+        _ => (UNREACHABLE, format!("catalog {catalog}: {message}")),
+    }
+}
+
+/// The served Catalogs, by name; with `urls`, only those with an https URL in their status
+/// (which the direct way needs), the others reported on stderr.
+async fn served(client: &Client, urls: bool) -> Result<Vec<Served>, Failure> {
+    let list = Api::<Catalog>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|err| failure("list Catalogs", err))?;
+    let mut catalogs: Vec<Served> = list
+        .items
+        .iter()
+        .filter_map(|catalog| {
+            let status = catalog.status.as_ref()?;
+            if !is_serving(status) {
+                return None;
+            }
+            let name = catalog.name_any();
+            if !urls {
+                return Some(Served {
+                    name,
+                    base: String::new(),
+                    host: String::new(),
+                });
+            }
+            let base = status.urls.as_ref()?.base.trim_end_matches('/').to_owned();
+            match https_host(&base) {
+                Some(host) => Some(Served { name, base, host }),
+                None => {
+                    // The token must never travel in the clear or to a malformed URL.
+                    eprintln!(
+                        "kubectl olm: skipped catalog {name}: its URL {base:?} is not an https URL"
+                    );
+                    None
+                }
+            }
+        })
+        .collect();
+    catalogs.sort_by(|a, b| a.name.cmp(&b.name));
+    if catalogs.is_empty() {
+        let why = if urls {
+            "no Catalog is served with a catalog query API URL (status.urls.base): is deppy-resolver running with --catalog-api-address? Or give --catalog DIR|IMAGE"
+        } else {
+            "no Catalog is served (none has Serving=True; see `kubectl olm catalogs`): give --catalog DIR|IMAGE to read one from a directory or image"
+        };
+        return Err((NOT_FOUND, why.to_owned()));
+    }
+    Ok(catalogs)
+}
+
 /// The certificates of the trust bundle published in `namespace`.
 async fn trust_bundle(
     client: &Client,
@@ -345,7 +453,31 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::https_host;
+    use super::{aggregated_failure, https_host};
+    use crate::cluster::{NOT_FOUND, REFUSED, UNREACHABLE};
+
+    #[test]
+    fn the_api_servers_answers_are_told_from_the_catalog_apis() {
+        let (code, why) =
+            aggregated_failure("c", 404, "the server could not find the requested resource");
+        assert_eq!(code, UNREACHABLE);
+        assert!(
+            why.contains("not registered") && why.contains("--catalog-api"),
+            "{why}"
+        );
+        let (code, why) = aggregated_failure("c", 503, "service unavailable");
+        assert_eq!(code, UNREACHABLE);
+        assert!(
+            why.contains("kubectl get apiservice v1.catalogs.deppy.io"),
+            "{why}"
+        );
+        let (code, why) = aggregated_failure("c", 404, "Catalog \"c\" has no package \"p\"");
+        assert_eq!(
+            (code, why.as_str()),
+            (NOT_FOUND, "catalog c: Catalog \"c\" has no package \"p\"")
+        );
+        assert_eq!(aggregated_failure("c", 403, "forbidden").0, REFUSED);
+    }
 
     #[test]
     fn only_https_urls_get_the_token() {

@@ -1,7 +1,8 @@
 //! `kubectl olm search`, `show` and `upgrades` without `--catalog`: the cluster's catalogs
 //! read through the catalog query API of a deppy-resolver running in this test process, on
-//! the real control plane. What they print must be what the same command prints for the
-//! same catalog given as a directory.
+//! the real control plane, both through the API server (the aggregated API, with the test
+//! kubeconfig's client certificate) and straight with a token. What they print must be what
+//! the same command prints for the same catalog given as a directory.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -127,7 +128,7 @@ async fn serve(client: &Client) -> String {
 async fn token(client: &Client, reader: bool) -> String {
     let (user, token) = testkit::users::service_account_token(client, system_namespace()).await;
     if reader {
-        let rules = json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }]);
+        let rules = json!([{ "apiGroups": ["catalogs.deppy.io"], "resources": ["catalogs/content"], "verbs": ["get"] }]);
         testkit::users::grant(client, &user, &unique_name("olm-reader"), rules).await;
     }
     token
@@ -147,10 +148,16 @@ fn text(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
     let client = setup().await;
+    let _registered =
+        testkit::aggregation::register_catalog_api(&client, system_namespace(), address().port())
+            .await;
     let name = serve(&client).await;
     let reader = token(&client, true).await;
     let api = address().to_string();
-    let online = |args: &[&str]| {
+    // Through the API server, as the test kubeconfig's user (a client certificate).
+    let online = |args: &[&str]| olm(args);
+    // Straight to the API with a ServiceAccount's token.
+    let direct = |args: &[&str]| {
         let mut all: Vec<&str> = args.to_vec();
         all.extend([
             "--catalog-api",
@@ -185,6 +192,14 @@ async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
     assert_eq!(*ours[0], expected[0]);
     assert_eq!(ours[0]["latest"], "1.2.0");
     assert_eq!(ours[0]["summary"], "Runs a distributed cache.");
+    let straight = direct(&["search", "cache", "-o", "json"]);
+    assert_eq!(
+        straight.status.code(),
+        Some(0),
+        "{}",
+        text(&straight.stderr)
+    );
+    assert_eq!(straight.stdout, found.stdout);
 
     // show and upgrades: byte for byte what the directory gives.
     for args in [
@@ -331,7 +346,32 @@ async fn search_show_and_upgrades_read_the_cluster_as_they_read_a_directory() {
         text(&bare.stderr)
     );
 
-    // A user who may read no catalog: each is refused with the API's sentence.
+    // Through the API server, `--as` a user who may list Catalogs but read none: each is
+    // refused in the API server's words.
+    let lister = unique_name("lister");
+    testkit::users::grant(
+        &client,
+        &lister,
+        &unique_name("catalog-lister"),
+        json!([{ "apiGroups": ["deppy.io"], "resources": ["catalogs"], "verbs": ["get", "list"] }]),
+    )
+    .await;
+    let forbidden = olm(&["search", "cache", "--as", &lister]);
+    assert_eq!(
+        forbidden.status.code(),
+        Some(2),
+        "{}",
+        text(&forbidden.stderr)
+    );
+    assert!(
+        text(&forbidden.stderr).contains(
+            "cannot get resource \"catalogs/content\" in API group \"catalogs.deppy.io\""
+        ),
+        "{}",
+        text(&forbidden.stderr)
+    );
+
+    // Straight to the API, a user who may read no catalog: refused with the API's sentence.
     let stranger = token(&client, false).await;
     let refused = olm(&[
         "search",

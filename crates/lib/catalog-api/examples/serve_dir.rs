@@ -9,7 +9,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use catalog_api::{Authorize, Catalogs, Denied, ServingCertificate, StoreBuilder, StoredCatalog};
+use catalog_api::{
+    Authorize, Catalogs, Credentials, Denied, ServingCertificate, StoreBuilder, StoredCatalog,
+};
 use fbc::{CatalogIndex, Detail};
 use futures::future::BoxFuture;
 
@@ -26,7 +28,7 @@ struct Everyone;
 impl Authorize for Everyone {
     fn check<'a>(
         &'a self,
-        _: Option<&'a str>,
+        _: &'a Credentials,
         _: &'a str,
     ) -> BoxFuture<'a, Result<String, Denied>> {
         Box::pin(async { Ok("bench".to_owned()) })
@@ -83,7 +85,13 @@ async fn main() {
     let router = catalog_api::router(Arc::new(One(name, stored)), Arc::new(Everyone));
     let listener = tokio::net::TcpListener::bind(address).await.unwrap();
     println!("ready");
-    catalog_api::serve(listener, certificate, router, Default::default())
-        .await
-        .unwrap();
+    catalog_api::serve(
+        listener,
+        certificate,
+        Default::default(),
+        router,
+        Default::default(),
+    )
+    .await
+    .unwrap();
 }

@@ -1,17 +1,20 @@
-//! Who may read a catalog: the request's bearer token is authenticated with a TokenReview,
-//! and the user it names is authorised with a SubjectAccessReview for `get` on the
-//! `catalogs/content` subresource of the Catalog (group `deppy.io`). So a Role or ClusterRole
-//! grants reading one catalog (`resourceNames`) or all of them, as for any other object.
+//! Who may read a catalog. The user is either the one the request's bearer token names
+//! (authenticated with a TokenReview) or the one the API server's front proxy forwarded
+//! (see [`front_proxy`](crate::front_proxy)). Either way the user is authorised with a
+//! SubjectAccessReview for `get` on the `catalogs/content` subresource in API group
+//! `catalogs.deppy.io`, named after the Catalog. That is the same check the API server makes
+//! before it forwards `/apis/catalogs.deppy.io/v1/catalogs/NAME/content/...`, so one
+//! ClusterRole rule grants both ways in, for one catalog (`resourceNames`) or all of them.
 //!
-//! Answers are cached briefly per token and catalog ([`ALLOWED_FOR`], [`DENIED_FOR`]), as the
+//! Answers are cached briefly per caller and catalog ([`ALLOWED_FOR`], [`DENIED_FOR`]), as the
 //! API server caches webhook authentication and authorisation: a client paging through a
-//! catalog costs two reviews, not two per request. The token is kept only as its SHA-256.
+//! catalog costs two reviews, not two per request. A token is kept only as its SHA-256.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
@@ -20,8 +23,11 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use sha2::{Digest, Sha256};
 
-/// The API group of the resource and subresource that reading is authorised on.
-pub const GROUP: &str = "deppy.io";
+use crate::front_proxy::ForwardedUser;
+
+/// The API group of the resource and subresource that reading is authorised on; also the
+/// aggregated API's group.
+pub const GROUP: &str = "catalogs.deppy.io";
 /// The resource.
 pub const RESOURCE: &str = "catalogs";
 /// The subresource; `get` on it allows reading the catalog's content.
@@ -48,7 +54,7 @@ pub enum Denied {
     BadToken(String),
     /// The user may not read this catalog.
     #[error(
-        "user {user:?} may not read Catalog {catalog:?}: it needs \"get\" on \"catalogs/content\" in API group \"deppy.io\" for this Catalog"
+        "user {user:?} may not read Catalog {catalog:?}: it needs \"get\" on \"catalogs/content\" in API group \"catalogs.deppy.io\" for this Catalog"
     )]
     Forbidden {
         /// The authenticated user's name.
@@ -62,7 +68,68 @@ pub enum Denied {
     Unavailable(String),
 }
 
-/// The token's SHA-256 and the catalog's name.
+/// Who a request says it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// Nothing: no bearer token and no forwarded user.
+    None,
+    /// The `Authorization: Bearer` token.
+    Token(String),
+    /// A user the API server's front proxy authenticated and forwarded.
+    Forwarded(ForwardedUser),
+}
+
+impl Credentials {
+    /// The bearer token in an `Authorization` header value, if any.
+    pub fn bearer(authorization: Option<&str>) -> Self {
+        authorization
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|token| !token.is_empty())
+            .map_or(Self::None, |token| Self::Token(token.to_owned()))
+    }
+
+    /// A digest naming the caller in the cache: a token's, or a forwarded user's whole
+    /// identity (name, UID, groups and extra), so that two users never share an answer.
+    fn digest(&self) -> [u8; 32] {
+        let mut hash = Sha256::new();
+        match self {
+            Self::None => hash.update(b"none"),
+            Self::Token(token) => {
+                hash.update(b"token\0");
+                hash.update(token.as_bytes());
+            }
+            Self::Forwarded(user) => {
+                hash.update(b"forwarded\0");
+                // Length-prefixed fields: no two identities serialise alike.
+                let mut field = |bytes: &[u8]| {
+                    hash.update((bytes.len() as u64).to_le_bytes());
+                    hash.update(bytes);
+                };
+                field(user.name.as_bytes());
+                field(user.uid.as_deref().unwrap_or_default().as_bytes());
+                for group in &user.groups {
+                    field(group.as_bytes());
+                }
+                field(b"\0extra");
+                for (key, values) in &user.extra {
+                    field(key.as_bytes());
+                    for value in values {
+                        field(value.as_bytes());
+                    }
+                }
+            }
+        }
+        hash.finalize().into()
+    }
+}
+
+/// A failed review call, as a sentence.
+fn unavailable(what: &'static str) -> impl Fn(kube::Error) -> Denied {
+    move |err| Denied::Unavailable(kit::error_chain(&KubeCallError::new("create", what, err)))
+}
+
+/// The caller's digest and the catalog's name.
 type CacheKey = ([u8; 32], String);
 /// An answer and until when it may be reused.
 type Answer = (Instant, Result<String, Denied>);
@@ -89,22 +156,16 @@ impl Access {
         }
     }
 
-    /// The user the `Authorization` header names, if they may read `catalog`.
-    pub async fn check(
-        &self,
-        authorization: Option<&str>,
-        catalog: &str,
-    ) -> Result<String, Denied> {
-        let token = authorization
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|token| !token.is_empty())
-            .ok_or(Denied::NoToken)?;
-        let key = (Sha256::digest(token.as_bytes()).into(), catalog.to_owned());
+    /// The user `credentials` name, if they may read `catalog`.
+    pub async fn check(&self, credentials: &Credentials, catalog: &str) -> Result<String, Denied> {
+        if *credentials == Credentials::None {
+            return Err(Denied::NoToken);
+        }
+        let key = (credentials.digest(), catalog.to_owned());
         if let Some(answer) = self.cached(&key) {
             return answer;
         }
-        let answer = self.review(token, catalog).await;
+        let answer = self.review(credentials, catalog).await;
         // An unreachable API server is not an answer to remember.
         if !matches!(answer, Err(Denied::Unavailable(_))) {
             let ttl = if answer.is_ok() {
@@ -135,12 +196,22 @@ impl Access {
             .map(|(_, answer)| answer.clone())
     }
 
-    async fn review(&self, token: &str, catalog: &str) -> Result<String, Denied> {
-        let unavailable = |what: &'static str| {
-            move |err: kube::Error| {
-                Denied::Unavailable(kit::error_chain(&KubeCallError::new("create", what, err)))
-            }
+    async fn review(&self, credentials: &Credentials, catalog: &str) -> Result<String, Denied> {
+        let user = match credentials {
+            Credentials::None => return Err(Denied::NoToken),
+            Credentials::Token(token) => self.authenticate(token).await?,
+            Credentials::Forwarded(user) => UserInfo {
+                username: Some(user.name.clone()),
+                uid: user.uid.clone(),
+                groups: Some(user.groups.clone()),
+                extra: (!user.extra.is_empty()).then(|| user.extra.clone()),
+            },
         };
+        self.authorize(user, catalog).await
+    }
+
+    /// The user a bearer token names, from a TokenReview.
+    async fn authenticate(&self, token: &str) -> Result<UserInfo, Denied> {
         let review = TokenReview {
             spec: TokenReviewSpec {
                 token: token.to_owned(),
@@ -154,14 +225,20 @@ impl Access {
             .map_err(unavailable("a TokenReview"))?;
         let status = reviewed.status.unwrap_or_default();
         let user = status.user.unwrap_or_default();
-        let Some(name) = user.username.filter(|_| status.authenticated == Some(true)) else {
+        if status.authenticated != Some(true) || user.username.is_none() {
             let why = status
                 .error
                 .filter(|e| !e.is_empty())
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default();
             return Err(Denied::BadToken(why));
-        };
+        }
+        Ok(user)
+    }
+
+    /// Whether `user` may read `catalog`, from a SubjectAccessReview.
+    async fn authorize(&self, user: UserInfo, catalog: &str) -> Result<String, Denied> {
+        let name = user.username.unwrap_or_default();
         let access = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(name.clone()),

@@ -1,5 +1,8 @@
 //! The HTTP routes: catalogd's paths (`/catalogs/NAME/api/v1/all` and `.../metas`) and
 //! `.../packages`, with access checks, conditional requests, gzip and bounded streaming.
+//! The same three paths are served under the aggregated API's prefix,
+//! `/apis/catalogs.deppy.io/v1/catalogs/NAME/content/api/v1/...`, where the Kubernetes API
+//! server forwards them, with the discovery documents it asks for.
 //!
 //! Order of checks, each answered with a sentence: malformed request (400), access (401,
 //! 403, or 503 when the API server cannot be asked), unknown catalog or package (404),
@@ -15,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -25,7 +28,8 @@ use flate2::write::GzEncoder;
 use futures::future::BoxFuture;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::access::{Access, Denied};
+use crate::access::{Access, Credentials, Denied, GROUP};
+use crate::front_proxy::Peer;
 use crate::store::{Filter, StoredCatalog};
 
 /// How much of the store file one read takes: large enough that a whole catalog streams at
@@ -44,10 +48,10 @@ pub trait Catalogs: Send + Sync + 'static {
 
 /// Decides whether a request may read a catalog ([`Access`] in production).
 pub trait Authorize: Send + Sync + 'static {
-    /// The user the `Authorization` header value names, if they may read `catalog`.
+    /// The user `credentials` name, if they may read `catalog`.
     fn check<'a>(
         &'a self,
-        authorization: Option<&'a str>,
+        credentials: &'a Credentials,
         catalog: &'a str,
     ) -> BoxFuture<'a, Result<String, Denied>>;
 }
@@ -55,12 +59,19 @@ pub trait Authorize: Send + Sync + 'static {
 impl Authorize for Access {
     fn check<'a>(
         &'a self,
-        authorization: Option<&'a str>,
+        credentials: &'a Credentials,
         catalog: &'a str,
     ) -> BoxFuture<'a, Result<String, Denied>> {
-        Box::pin(Access::check(self, authorization, catalog))
+        Box::pin(Access::check(self, credentials, catalog))
     }
 }
+
+/// The aggregated API's version.
+pub const VERSION: &str = "v1";
+
+/// Where the API server forwards a catalog's paths: `{AGGREGATED_PREFIX}/NAME/content` is
+/// a catalog's base, as `/catalogs/NAME` is on the Service.
+pub const AGGREGATED_PREFIX: &str = "/apis/catalogs.deppy.io/v1/catalogs";
 
 /// What the routes share.
 struct Api {
@@ -80,6 +91,21 @@ pub fn router(catalogs: Arc<dyn Catalogs>, access: Arc<dyn Authorize>) -> Router
         .route("/catalogs/{name}/api/v1/all", get(all))
         .route("/catalogs/{name}/api/v1/metas", get(metas))
         .route("/catalogs/{name}/api/v1/packages", get(packages))
+        .route(
+            &format!("{AGGREGATED_PREFIX}/{{name}}/content/api/v1/all"),
+            get(all),
+        )
+        .route(
+            &format!("{AGGREGATED_PREFIX}/{{name}}/content/api/v1/metas"),
+            get(metas),
+        )
+        .route(
+            &format!("{AGGREGATED_PREFIX}/{{name}}/content/api/v1/packages"),
+            get(packages),
+        )
+        .route("/apis", get(group_list))
+        .route(&format!("/apis/{GROUP}"), get(group))
+        .route(&format!("/apis/{GROUP}/{VERSION}"), get(resource_list))
         .fallback(not_a_path)
         .with_state(api)
 }
@@ -93,45 +119,125 @@ enum Query {
 
 async fn all(
     State(api): State<Arc<Api>>,
+    peer: Option<Extension<Peer>>,
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
+    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
     match no_parameters(query.as_deref()) {
-        Ok(()) => api.respond(&name, &headers, Query::All).await,
+        Ok(()) => api.respond(&name, &headers, &credentials, Query::All).await,
         Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
     }
 }
 
 async fn metas(
     State(api): State<Arc<Api>>,
+    peer: Option<Extension<Peer>>,
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
+    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
     match filter(query.as_deref()) {
-        Ok(filter) => api.respond(&name, &headers, Query::Metas(filter)).await,
+        Ok(filter) => {
+            api.respond(&name, &headers, &credentials, Query::Metas(filter))
+                .await
+        }
         Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
     }
 }
 
 async fn packages(
     State(api): State<Arc<Api>>,
+    peer: Option<Extension<Peer>>,
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
+    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
     match no_parameters(query.as_deref()) {
-        Ok(()) => api.respond(&name, &headers, Query::Packages).await,
+        Ok(()) => {
+            api.respond(&name, &headers, &credentials, Query::Packages)
+                .await
+        }
         Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
     }
+}
+
+/// Who the request says it is: the forwarded user when the connection is the API server's
+/// front proxy and it forwarded one, else the bearer token. User headers from any other
+/// client are ignored.
+fn credentials(peer: Option<&Peer>, headers: &HeaderMap) -> Credentials {
+    if let Some(Peer::FrontProxy(config)) = peer
+        && let Some(user) = config.forwarded_user(headers)
+    {
+        return Credentials::Forwarded(user);
+    }
+    Credentials::bearer(
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok()),
+    )
 }
 
 async fn not_a_path() -> Response {
     sentence(
         StatusCode::NOT_FOUND,
-        "no such path: this API serves /catalogs/NAME/api/v1/all, /catalogs/NAME/api/v1/metas and /catalogs/NAME/api/v1/packages",
+        "no such path: this API serves /catalogs/NAME/api/v1/all, /catalogs/NAME/api/v1/metas and /catalogs/NAME/api/v1/packages, and the same under /apis/catalogs.deppy.io/v1/catalogs/NAME/content",
     )
+}
+
+/// Discovery documents the API server reads to register the aggregated API. They say only
+/// that the group exists, so they are served to anyone.
+async fn group_list() -> Response {
+    json(&serde_json::json!({
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [group_document()],
+    }))
+}
+
+async fn group() -> Response {
+    json(&group_document())
+}
+
+fn group_document() -> serde_json::Value {
+    let version =
+        serde_json::json!({"groupVersion": format!("{GROUP}/{VERSION}"), "version": VERSION});
+    serde_json::json!({
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": GROUP,
+        "versions": [version],
+        "preferredVersion": version,
+    })
+}
+
+async fn resource_list() -> Response {
+    json(&serde_json::json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": format!("{GROUP}/{VERSION}"),
+        // Only a subresource: there is nothing to list, and `kubectl api-resources` leaves
+        // subresources out.
+        "resources": [{
+            "name": "catalogs/content",
+            "singularName": "",
+            "namespaced": false,
+            "kind": "CatalogContent",
+            "verbs": ["get"],
+        }],
+    }))
+}
+
+fn json(value: &serde_json::Value) -> Response {
+    let mut response = (StatusCode::OK, value.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// A plain-text response holding one sentence.
@@ -200,7 +306,13 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl Api {
-    async fn respond(&self, name: &str, headers: &HeaderMap, query: Query) -> Response {
+    async fn respond(
+        &self,
+        name: &str,
+        headers: &HeaderMap,
+        credentials: &Credentials,
+        query: Query,
+    ) -> Response {
         if !valid_name(name) {
             return sentence(
                 StatusCode::BAD_REQUEST,
@@ -221,10 +333,7 @@ impl Api {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return response;
         };
-        let authorization = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok());
-        if let Err(denied) = self.access.check(authorization, name).await {
+        if let Err(denied) = self.access.check(credentials, name).await {
             return denial(&denied);
         }
         let Some(stored) = self.catalogs.stored(name) else {

@@ -5,18 +5,22 @@
 //! - [`packages`]: the `packages` summary (channels, heads, versions, deprecations), which
 //!   catalogd does not have.
 //! - [`access`]: TokenReview and SubjectAccessReview (`get` on `catalogs/content`).
+//! - [`front_proxy`]: requests the Kubernetes API server forwards (the aggregated API
+//!   `catalogs.deppy.io/v1`), trusted by the front proxy's client certificate.
 //! - [`http`]: the routes, conditional requests, gzip and bounded streaming.
 //! - [`server`]: TLS with a swappable certificate and per-connection timeouts.
 //!
 //! The API reference is docs/catalog-api.md.
 
 pub mod access;
+pub mod front_proxy;
 pub mod http;
 pub mod packages;
 pub mod server;
 pub mod store;
 
-pub use access::{Access, Denied};
+pub use access::{Access, Credentials, Denied};
+pub use front_proxy::{FrontProxyConfig, FrontProxyTrust, Peer};
 pub use http::{Authorize, Catalogs, router};
 pub use packages::{ChannelSummary, PackageSummary};
 pub use server::{ServingCertificate, serve};

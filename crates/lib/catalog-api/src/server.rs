@@ -1,13 +1,14 @@
-//! Serving the routes over TLS: a certificate that can be swapped while serving, one task per
-//! connection, and timeouts so a client that stops reading or writing is cut off instead of
-//! holding memory and a connection slot.
+//! Serving the routes over TLS: a certificate that can be swapped while serving, client
+//! certificates checked against the API server's front-proxy CA (see
+//! [`front_proxy`](crate::front_proxy)), one task per connection, and timeouts so a client
+//! that stops reading or writing is cut off instead of holding memory and a connection slot.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use axum::Router;
+use axum::{Extension, Router};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -18,6 +19,8 @@ use tokio::net::TcpListener;
 use tokio_io_timeout::TimeoutStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+
+use crate::front_proxy::{FrontProxyTrust, Peer, allowed_front_proxy};
 
 /// A TLS handshake must finish within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,20 +78,24 @@ impl ResolvesServerCert for ServingCertificate {
     }
 }
 
-/// Serves `router` over TLS on `listener` until `shutdown`.
+/// Serves `router` over TLS on `listener` until `shutdown`, believing forwarded users only
+/// from clients `front_proxy` trusts.
 pub async fn serve(
     listener: TcpListener,
     certificate: Arc<ServingCertificate>,
+    front_proxy: Arc<FrontProxyTrust>,
     router: Router,
     shutdown: CancellationToken,
 ) -> Result<(), rustls::Error> {
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_no_client_auth()
-    .with_cert_resolver(certificate);
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // Checked once here so that a connection's own configuration cannot fail.
+    rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let tls = Arc::new(Tls {
+        provider,
+        certificate,
+        front_proxy,
+    });
     loop {
         let accepted = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -107,20 +114,40 @@ pub async fn serve(
         tokio::spawn(connection(
             tcp,
             peer,
-            acceptor.clone(),
+            tls.clone(),
             router.clone(),
             shutdown.clone(),
         ));
     }
 }
 
+/// What every connection's handshake needs.
+struct Tls {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    certificate: Arc<ServingCertificate>,
+    front_proxy: Arc<FrontProxyTrust>,
+}
+
 async fn connection(
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
-    acceptor: TlsAcceptor,
+    settings: Arc<Tls>,
     router: Router,
     shutdown: CancellationToken,
 ) {
+    // The front-proxy trust in force when the connection opens decides for its lifetime.
+    let trusted = settings.front_proxy.current();
+    let Ok(builder) = rustls::ServerConfig::builder_with_provider(settings.provider.clone())
+        .with_safe_default_protocol_versions()
+    else {
+        return;
+    };
+    let config = match &trusted {
+        Some(trusted) => builder.with_client_cert_verifier(trusted.verifier.clone()),
+        None => builder.with_no_client_auth(),
+    }
+    .with_cert_resolver(settings.certificate.clone());
+    let acceptor = TlsAcceptor::from(Arc::new(config));
     // Handshakes run in each connection's own task: one slow client does not hold up the rest.
     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(tls)) => tls,
@@ -133,6 +160,17 @@ async fn connection(
             return;
         }
     };
+    // A client certificate reaches here only if the verifier checked it against the
+    // request-header CA; the common name must also be one the API server allows.
+    let caller = match (&trusted, tls.get_ref().1.peer_certificates()) {
+        (Some(trusted), Some([leaf, ..]))
+            if allowed_front_proxy(leaf, &trusted.config.allowed_names) =>
+        {
+            Peer::FrontProxy(trusted.config.clone())
+        }
+        _ => Peer::Direct,
+    };
+    let router = router.layer(Extension(caller));
     let mut timed = TimeoutStream::new(tls);
     timed.set_write_timeout(Some(WRITE_TIMEOUT));
     timed.set_read_timeout(Some(READ_TIMEOUT));

@@ -7,7 +7,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use catalog_api::{Authorize, Catalogs, Denied, ServingCertificate, StoreBuilder, StoredCatalog};
+use catalog_api::{
+    Authorize, Catalogs, Credentials, Denied, ServingCertificate, StoreBuilder, StoredCatalog,
+};
 use fbc::CatalogIndex;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -29,7 +31,7 @@ struct Everyone;
 impl Authorize for Everyone {
     fn check<'a>(
         &'a self,
-        _: Option<&'a str>,
+        _: &'a Credentials,
         _: &'a str,
     ) -> BoxFuture<'a, Result<String, Denied>> {
         Box::pin(async { Ok("tester".to_owned()) })
@@ -84,6 +86,7 @@ async fn server() -> Server {
     tokio::spawn(catalog_api::serve(
         listener,
         certificate,
+        Default::default(),
         router,
         shutdown.clone(),
     ));

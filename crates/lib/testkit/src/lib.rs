@@ -11,6 +11,7 @@
 //! errors.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod aggregation;
 pub mod audit;
 pub mod examples;
 pub mod mock_api;

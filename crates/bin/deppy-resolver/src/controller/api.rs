@@ -6,19 +6,31 @@
 //! decide webhook certificates, and renewed the same way. The trust bundle is published in
 //! the ConfigMap [`TRUST_CONFIGMAP`] (key `ca.crt`), which every authenticated user may
 //! read, so clients can verify the server.
+//!
+//! The API is also the aggregated API `catalogs.deppy.io/v1` ([`API_SERVICE`]): the Kubernetes
+//! API server forwards `/apis/catalogs.deppy.io/v1/catalogs/NAME/content/...` to it, so any
+//! kubeconfig reaches the catalogs. Two things make that work and are kept here: the
+//! APIService's `caBundle` is the trust bundle (so the API server verifies this server), and
+//! the front-proxy configuration the API server publishes in
+//! `kube-system/extension-apiserver-authentication` is watched, so this server knows which
+//! client certificate may forward users.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use futures::StreamExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{ObjectMeta, PostParams};
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
-use catalog_api::{Access, ServingCertificate};
+use catalog_api::front_proxy::{CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE};
+use catalog_api::{Access, FrontProxyConfig, FrontProxyTrust, ServingCertificate};
 use kit::kube_error::KubeCallError;
 
 use super::{ServedCatalogs, error_chain};
@@ -31,6 +43,9 @@ pub const TLS_SECRET: &str = "deppy-catalog-api-tls";
 pub const TRUST_CONFIGMAP: &str = "deppy-catalog-api-ca";
 /// The Service in front of the API; its DNS names are the certificate's names.
 pub const SERVICE: &str = "deppy-catalogs";
+/// The APIService registering the API with the Kubernetes API server; this controller
+/// keeps only its `spec.caBundle`.
+pub const API_SERVICE: &str = "v1.catalogs.deppy.io";
 
 /// How soon a failed certificate step is tried again.
 const RETRY: Duration = Duration::from_secs(30);
@@ -46,6 +61,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) {
     let certificate = Arc::new(ServingCertificate::default());
+    let front_proxy = Arc::new(FrontProxyTrust::default());
     let listener = match tokio::net::TcpListener::bind(address).await {
         Ok(listener) => listener,
         Err(err) => {
@@ -56,8 +72,15 @@ pub async fn serve(
     tracing::info!(%address, "catalog query API listening");
     let router = catalog_api::router(Arc::new(catalogs), Arc::new(Access::new(client.clone())));
     let keep = keep_certificate(&client, &namespace, &certificate, &shutdown);
-    let server = catalog_api::serve(listener, certificate.clone(), router, shutdown.clone());
-    let (_, served) = tokio::join!(keep, server);
+    let trust = keep_front_proxy_trust(&client, &front_proxy, &shutdown);
+    let server = catalog_api::serve(
+        listener,
+        certificate.clone(),
+        front_proxy.clone(),
+        router,
+        shutdown.clone(),
+    );
+    let (_, (), served) = tokio::join!(keep, trust, server);
     if let Err(err) = served {
         tracing::error!("the catalog query API stopped: {err}");
     }
@@ -72,9 +95,20 @@ async fn keep_certificate(
 ) {
     loop {
         let wait = match renew(client, namespace, certificate).await {
-            Ok(next) => next
-                .and_then(|at| at.duration_since(SystemTime::now()).ok())
-                .map_or(RECHECK, |due| due.min(RECHECK)),
+            Ok((next, trust_bundle)) => {
+                let next = next
+                    .and_then(|at| at.duration_since(SystemTime::now()).ok())
+                    .map_or(RECHECK, |due| due.min(RECHECK));
+                // Not part of renewing: a cluster without the APIService, or an API server
+                // that refuses the patch, must not stop the Service from being served.
+                match publish_ca_bundle(client, &trust_bundle).await {
+                    Ok(()) => next,
+                    Err(err) => {
+                        tracing::warn!(error = %error_chain(&err), "the catalog query API's APIService could not be given its CA bundle; retrying");
+                        next.min(RETRY)
+                    }
+                }
+            }
             Err(err) => {
                 tracing::warn!(error = %error_chain(&err), "the catalog query API's certificate could not be renewed; retrying");
                 RETRY
@@ -98,13 +132,89 @@ enum Error {
     Serve(#[from] catalog_api::server::CertificateError),
 }
 
+/// Sets the APIService's `caBundle` to `trust_bundle` when it differs. No APIService is not
+/// an error: the API is then reached only through its Service.
+async fn publish_ca_bundle(client: &Client, trust_bundle: &str) -> Result<(), KubeCallError> {
+    let api_services = Api::<APIService>::all(client.clone());
+    let what = || format!("APIService {API_SERVICE}");
+    let Some(current) = api_services
+        .get_opt(API_SERVICE)
+        .await
+        .map_err(|e| KubeCallError::new("read", what(), e))?
+    else {
+        return Ok(());
+    };
+    let wanted = ByteString(trust_bundle.as_bytes().to_vec());
+    if current.spec.and_then(|spec| spec.ca_bundle).as_ref() == Some(&wanted) {
+        return Ok(());
+    }
+    let patch = serde_json::json!({"spec": {"caBundle": wanted}});
+    api_services
+        .patch(API_SERVICE, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .map_err(|e| KubeCallError::new("patch", what(), e))
+}
+
+/// Watches the API server's front-proxy configuration and trusts what it says. Until it is
+/// read (or when it cannot be), no forwarded user is believed and the API answers bearer
+/// tokens only.
+async fn keep_front_proxy_trust(
+    client: &Client,
+    trust: &FrontProxyTrust,
+    shutdown: &CancellationToken,
+) {
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), CONFIG_MAP_NAMESPACE);
+    let config = watcher::Config::default().fields(&format!("metadata.name={CONFIG_MAP_NAME}"));
+    let mut changes = std::pin::pin!(
+        watcher(config_maps, config)
+            .default_backoff()
+            .applied_objects()
+    );
+    let mut last: Option<Option<FrontProxyConfig>> = None;
+    loop {
+        let next = tokio::select! {
+            next = changes.next() => next,
+            () = shutdown.cancelled() => return,
+        };
+        let config_map = match next {
+            None => return,
+            Some(Ok(config_map)) => config_map,
+            Some(Err(err)) => {
+                tracing::warn!(error = %error_chain(&err), "cannot read {CONFIG_MAP_NAMESPACE}/{CONFIG_MAP_NAME}: requests the API server forwards are refused until it can be read");
+                continue;
+            }
+        };
+        let parsed = FrontProxyConfig::from_data(&config_map.data.unwrap_or_default());
+        let config = match parsed {
+            Ok(config) => config,
+            Err(why) => {
+                tracing::warn!("{why}; requests the API server forwards are refused");
+                None
+            }
+        };
+        if last.as_ref() == Some(&config) {
+            continue;
+        }
+        let described = config.as_ref().map_or_else(
+            || "none (the API server forwards no users)".to_owned(),
+            |c| format!("front proxies named {:?}", c.allowed_names),
+        );
+        match trust.set(config.clone()) {
+            Ok(()) => tracing::info!("catalog query API: trusting {described}"),
+            Err(why) => tracing::warn!("{why}; requests the API server forwards are refused"),
+        }
+        last = Some(config);
+    }
+}
+
 /// One pass: read, decide, write what differs, serve the result. Returns when the next
-/// step is due.
+/// step is due, and the trust bundle.
 async fn renew(
     client: &Client,
     namespace: &str,
     certificate: &ServingCertificate,
-) -> Result<Option<SystemTime>, Error> {
+) -> Result<(Option<SystemTime>, String), Error> {
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
     let configmaps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
     let ca = secrets
@@ -192,7 +302,7 @@ async fn renew(
         serving.get(certificates::TLS_CERT_KEY).unwrap_or(&empty),
         serving.get(certificates::TLS_KEY_KEY).unwrap_or(&empty),
     )?;
-    Ok(decision.next_check)
+    Ok((decision.next_check, decision.trust_bundle))
 }
 
 /// Creates or replaces (guarded by its resourceVersion) a Secret holding `data`.
