@@ -148,7 +148,10 @@ pub struct CatalogUrls {
     /// The catalog's base URL, e.g.
     /// `https://deppy-catalogs.deppy-system.svc/catalogs/operatorhub`. Append `/api/v1/all`
     /// for every blob, `/api/v1/metas?schema=&package=&name=` for some, or
-    /// `/api/v1/packages` for a summary of each package. Reading needs a bearer token whose
-    /// user may `get` the `catalogs/content` subresource of this Catalog.
+    /// `/api/v1/packages` for a summary of each package, or
+    /// `/api/v1/upgrades?package=&from=` for what a version upgrades to. Reading needs a bearer token whose
+    /// user may `get` `catalogs/content` in API group `catalogs.deppy.io` for this Catalog.
+    /// The same paths are served through the Kubernetes API server under
+    /// `/apis/catalogs.deppy.io/v1/catalogs/NAME/content`, with any kubeconfig.
     pub base: String,
 }

@@ -365,6 +365,59 @@ async fn readers_get_catalogd_paths_with_etags_and_gzip_and_others_get_a_sentenc
     assert_eq!(app.channels[0].head.as_deref(), Some("app.v1.1.0"));
     assert_eq!(app.description.as_deref(), Some("The app operator."));
 
+    // Upgrade edges from a version; a version the package lacks; a missing parameter.
+    let upgrades = |query: &str| format!("/catalogs/{name}/api/v1/upgrades?{query}");
+    let (status, headers, body) = get(
+        &http,
+        &upgrades("package=app&from=1.0.0"),
+        Some(&reader),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    assert_eq!(headers["content-type"], "application/json");
+    let answer: fbc::upgrades::Upgrades = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer.catalog, name);
+    assert_eq!(answer.from.version, "1.0.0");
+    let next: Vec<&str> = answer.next.iter().map(|s| s.version.as_str()).collect();
+    assert_eq!(next, ["1.1.0"]);
+    assert_eq!(answer.next[0].channels, ["stable"]);
+    let (status, _, body) = get(
+        &http,
+        &upgrades("package=app&from=1.1.0"),
+        Some(&reader),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let head: fbc::upgrades::Upgrades = serde_json::from_slice(&body).unwrap();
+    assert!(
+        head.next.is_empty() && head.reachable.is_empty(),
+        "{head:?}"
+    );
+    let (status, _, body) = get(
+        &http,
+        &upgrades("package=app&from=9.9.9"),
+        Some(&reader),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        text(&body).starts_with(&format!(
+            "Catalog {name:?} has no version 9.9.9 of package \"app\""
+        )),
+        "{}",
+        text(&body)
+    );
+    let (status, _, body) = get(&http, &upgrades("package=app"), Some(&reader), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        text(&body).contains("\"from\" is required"),
+        "{}",
+        text(&body)
+    );
+
     // New content: the old tag no longer matches, and the new lines are served.
     serve(
         &client,

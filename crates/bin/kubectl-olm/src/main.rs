@@ -234,9 +234,7 @@ fn run(command: Command) -> Result<Done, (u8, String)> {
             let Some(from) = from else {
                 return installed_upgrades(&package, channel.as_deref(), &common);
             };
-            let (catalogs, _) = catalogs_with(&common, &package)?;
-            let found = upgrades::upgrades(&catalogs, &package, &from, channel.as_deref())
-                .map_err(|m| (NOT_FOUND, m))?;
+            let found = upgrades_in(&common, &package, &from, channel.as_deref())?;
             let stdout = match output::structured(common.output, &found) {
                 Some(text) => text.map_err(|m| (INTERNAL, m))?,
                 None => output::upgrades_text(&found),
@@ -346,14 +344,12 @@ fn installed_upgrades(
     let channel = channel
         .map(str::to_owned)
         .or_else(|| installed.channel.clone());
-    let (catalogs, _) = catalogs_with(common, &installed.package)?;
-    installed.upgrades = upgrades::upgrades(
-        &catalogs,
+    installed.upgrades = upgrades_in(
+        common,
         &installed.package,
         &installed.version,
         channel.as_deref(),
-    )
-    .map_err(|m| (NOT_FOUND, m))?;
+    )?;
     let stdout = match output::structured(common.output, &installed) {
         Some(text) => text.map_err(|m| (INTERNAL, m))?,
         None => output::installed_text(&installed),
@@ -392,6 +388,34 @@ fn catalogs_with(
     let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
     let names = loaded_names(&catalogs);
     Ok((catalogs, names))
+}
+
+/// The upgrades of `package` at `from`: computed here from `--catalog`, or asked of the
+/// catalog query API's `upgrades` path for the cluster's catalogs.
+fn upgrades_in(
+    common: &Common,
+    package: &str,
+    from: &str,
+    channel: Option<&str>,
+) -> Result<Vec<upgrades::Upgrades>, (u8, String)> {
+    if !common.catalogs.is_empty() {
+        let catalogs = catalogs::load(&common.catalogs).map_err(|m| (INVALID, m))?;
+        return upgrades::upgrades(&catalogs, package, from, channel).map_err(|m| (NOT_FOUND, m));
+    }
+    let version = upgrades::parse_version(from).map_err(|m| (NOT_FOUND, m))?;
+    on_cluster(async {
+        let api = connect(common).await?;
+        let found = api.upgrades(package, &version, channel).await?;
+        if found.is_empty() {
+            return Err((
+                NOT_FOUND,
+                format!(
+                    "no served catalog has version {version} of package {package}, so nothing is known of its upgrades; list its versions with `kubectl olm show {package}`"
+                ),
+            ));
+        }
+        Ok(found)
+    })
 }
 
 /// The names of loaded catalogs, for messages.

@@ -225,6 +225,40 @@ impl CatalogApi {
         Ok(found)
     }
 
+    /// The server's `upgrades` answer for `package` at `from` in every served catalog that
+    /// has that version (see [`fbc::upgrades`]); catalogs without it are left out.
+    pub async fn upgrades(
+        &self,
+        package: &str,
+        from: &fbc::Version,
+        channel: Option<&str>,
+    ) -> Result<Vec<fbc::upgrades::Upgrades>, Failure> {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query.append_pair("package", package);
+        query.append_pair("from", &from.to_string());
+        if let Some(channel) = channel {
+            query.append_pair("channel", channel);
+        }
+        let path = format!("upgrades?{}", query.finish());
+        let found = self
+            .each_catalog(async |served| match self.get(served, &path).await {
+                Ok(body) => serde_json::from_slice(&body).map(Some).map_err(|err| {
+                    (
+                        UNREACHABLE,
+                        format!(
+                            "catalog {}: the upgrades answer is not what this plugin reads: {err}",
+                            served.name
+                        ),
+                    )
+                }),
+                // This catalog lacks the package or the version: not a failure.
+                Err((NOT_FOUND, _)) => Ok(None),
+                Err(failure) => Err(failure),
+            })
+            .await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
     /// Every served catalog that has `package`, holding that package's blobs only.
     pub async fn package(&self, package: &str) -> Result<Vec<catalogs::Catalog>, Failure> {
         let encoded: String = form_urlencoded::byte_serialize(package.as_bytes()).collect();

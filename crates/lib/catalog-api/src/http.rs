@@ -1,5 +1,5 @@
-//! The HTTP routes: catalogd's paths (`/catalogs/NAME/api/v1/all` and `.../metas`) and
-//! `.../packages`, with access checks, conditional requests, gzip and bounded streaming.
+//! The HTTP routes: catalogd's paths (`/catalogs/NAME/api/v1/all` and `.../metas`),
+//! `.../packages` and `.../upgrades`, with access checks, conditional requests, gzip and bounded streaming.
 //! The same three paths are served under the aggregated API's prefix,
 //! `/apis/catalogs.deppy.io/v1/catalogs/NAME/content/api/v1/...`, where the Kubernetes API
 //! server forwards them, with the discovery documents it asks for.
@@ -31,6 +31,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::access::{Access, Credentials, Denied, GROUP};
 use crate::front_proxy::Peer;
 use crate::store::{Filter, StoredCatalog};
+use crate::upgrades::{UpgradesError, UpgradesQuery};
 
 /// How much of the store file one read takes: large enough that a whole catalog streams at
 /// disk-cache speed, small enough that a stalled client holds little.
@@ -87,22 +88,15 @@ pub fn router(catalogs: Arc<dyn Catalogs>, access: Arc<dyn Authorize>) -> Router
         access,
         in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
     });
+    // One catalog's paths, under its base on the Service and where the API server forwards.
+    let catalog = Router::new()
+        .route("/api/v1/all", get(all))
+        .route("/api/v1/metas", get(metas))
+        .route("/api/v1/packages", get(packages))
+        .route("/api/v1/upgrades", get(upgrades));
     Router::new()
-        .route("/catalogs/{name}/api/v1/all", get(all))
-        .route("/catalogs/{name}/api/v1/metas", get(metas))
-        .route("/catalogs/{name}/api/v1/packages", get(packages))
-        .route(
-            &format!("{AGGREGATED_PREFIX}/{{name}}/content/api/v1/all"),
-            get(all),
-        )
-        .route(
-            &format!("{AGGREGATED_PREFIX}/{{name}}/content/api/v1/metas"),
-            get(metas),
-        )
-        .route(
-            &format!("{AGGREGATED_PREFIX}/{{name}}/content/api/v1/packages"),
-            get(packages),
-        )
+        .nest("/catalogs/{name}", catalog.clone())
+        .nest(&format!("{AGGREGATED_PREFIX}/{{name}}/content"), catalog)
         .route("/apis", get(group_list))
         .route(&format!("/apis/{GROUP}"), get(group))
         .route(&format!("/apis/{GROUP}/{VERSION}"), get(resource_list))
@@ -115,6 +109,7 @@ enum Query {
     All,
     Metas(Filter),
     Packages,
+    Upgrades(UpgradesQuery),
 }
 
 async fn all(
@@ -181,10 +176,27 @@ fn credentials(peer: Option<&Peer>, headers: &HeaderMap) -> Credentials {
     )
 }
 
+async fn upgrades(
+    State(api): State<Arc<Api>>,
+    peer: Option<Extension<Peer>>,
+    Path(name): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
+    match upgrades_query(query.as_deref()) {
+        Ok(query) => {
+            api.respond(&name, &headers, &credentials, Query::Upgrades(query))
+                .await
+        }
+        Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
+    }
+}
+
 async fn not_a_path() -> Response {
     sentence(
         StatusCode::NOT_FOUND,
-        "no such path: this API serves /catalogs/NAME/api/v1/all, /catalogs/NAME/api/v1/metas and /catalogs/NAME/api/v1/packages, and the same under /apis/catalogs.deppy.io/v1/catalogs/NAME/content",
+        "no such path: this API serves /catalogs/NAME/api/v1/ all, metas, packages and upgrades, and the same under /apis/catalogs.deppy.io/v1/catalogs/NAME/content",
     )
 }
 
@@ -294,6 +306,52 @@ fn filter(query: Option<&str>) -> Result<Filter, BadRequest> {
     Ok(filter)
 }
 
+/// The `upgrades` query: `package` and `from` (a version) required, `channel` optional,
+/// each at most once and not empty.
+fn upgrades_query(query: Option<&str>) -> Result<UpgradesQuery, BadRequest> {
+    let (mut package, mut from, mut channel) = (None, None, None);
+    for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        let slot = match &*key {
+            "package" => &mut package,
+            "from" => &mut from,
+            "channel" => &mut channel,
+            other => {
+                return Err(BadRequest(format!(
+                    "query parameter {other:?} is not known: upgrades takes package, from and channel"
+                )));
+            }
+        };
+        if value.is_empty() {
+            return Err(BadRequest(format!(
+                "query parameter {key:?} is empty: give a value or leave it out"
+            )));
+        }
+        if slot.is_some() {
+            return Err(BadRequest(format!(
+                "query parameter {key:?} is given more than once"
+            )));
+        }
+        *slot = Some(value.into_owned());
+    }
+    let required = |name: &str| {
+        BadRequest(format!(
+            "query parameter {name:?} is required: upgrades?package=NAME&from=VERSION[&channel=NAME]"
+        ))
+    };
+    let package = package.ok_or_else(|| required("package"))?;
+    let from = from.ok_or_else(|| required("from"))?;
+    let version = from.trim_start_matches('v').parse().map_err(|err| {
+        BadRequest(format!(
+            "query parameter \"from\" is not a version (semver, e.g. 1.2.3): {from:?}: {err}"
+        ))
+    })?;
+    Ok(UpgradesQuery {
+        package,
+        from: version,
+        channel,
+    })
+}
+
 /// Whether `name` can be a Catalog's name (a DNS subdomain).
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -344,10 +402,15 @@ impl Api {
                 ),
             );
         };
-        if let Query::Metas(Filter {
-            package: Some(package),
-            ..
-        }) = &query
+        let package = match &query {
+            Query::Metas(Filter {
+                package: Some(package),
+                ..
+            }) => Some(package),
+            Query::Upgrades(upgrades) => Some(&upgrades.package),
+            _ => None,
+        };
+        if let Some(package) = package
             && !stored.has_package(package)
         {
             return sentence(
@@ -355,6 +418,34 @@ impl Api {
                 format!("Catalog {name:?} has no package {package:?}"),
             );
         }
+        // Computed before the conditional check: a version the catalog lacks is a 404
+        // whatever the client holds.
+        let upgrades = match &query {
+            Query::Upgrades(upgrades) => {
+                let (stored, catalog, upgrades) =
+                    (stored.clone(), name.to_owned(), upgrades.clone());
+                let answer = tokio::task::spawn_blocking(move || {
+                    crate::upgrades::answer(&stored, &catalog, &upgrades)
+                })
+                .await;
+                match answer {
+                    Ok(Ok(json)) => Some(Bytes::from(json)),
+                    Ok(Err(missing @ UpgradesError::NoSuchVersion { .. })) => {
+                        return sentence(StatusCode::NOT_FOUND, missing.to_string());
+                    }
+                    Ok(Err(err)) => {
+                        return sentence(StatusCode::INTERNAL_SERVER_ERROR, kit::error_chain(&err));
+                    }
+                    Err(_) => {
+                        return sentence(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "computing the upgrades failed; try again",
+                        );
+                    }
+                }
+            }
+            _ => None,
+        };
         let gzip = accepts_gzip(headers);
         let etag = etag(stored.etag(), gzip);
         let modified = httpdate::fmt_http_date(stored.modified());
@@ -370,6 +461,11 @@ impl Api {
         let (body, len, content_type) = match query {
             Query::Packages => {
                 let json = stored.packages();
+                let len = json.len() as u64;
+                (Chunks::Memory(Some(json)), len, "application/json")
+            }
+            Query::Upgrades(_) => {
+                let json = upgrades.unwrap_or_default();
                 let len = json.len() as u64;
                 (Chunks::Memory(Some(json)), len, "application/json")
             }
@@ -596,6 +692,24 @@ mod tests {
         for bad in ["pakage=a", "schema=", "name=a&name=b"] {
             let BadRequest(why) = filter(Some(bad)).unwrap_err();
             assert!(why.starts_with("query parameter"), "{bad}: {why}");
+        }
+    }
+
+    #[test]
+    fn upgrades_parameters_are_checked_by_name() {
+        let query = upgrades_query(Some("package=a&from=v1.2.3&channel=stable")).unwrap();
+        assert_eq!(query.package, "a");
+        assert_eq!(query.from.to_string(), "1.2.3");
+        assert_eq!(query.channel.as_deref(), Some("stable"));
+        for (bad, names) in [
+            ("from=1.0.0", "\"package\" is required"),
+            ("package=a", "\"from\" is required"),
+            ("package=a&from=latest", "\"from\" is not a version"),
+            ("package=a&from=1.0.0&version=2", "\"version\" is not known"),
+            ("package=a&package=b&from=1.0.0", "more than once"),
+        ] {
+            let BadRequest(why) = upgrades_query(Some(bad)).unwrap_err();
+            assert!(why.contains(names), "{bad}: {why}");
         }
     }
 

@@ -4,6 +4,7 @@
 //!   line, with an index of where each blob is; queries read only what they return.
 //! - [`packages`]: the `packages` summary (channels, heads, versions, deprecations), which
 //!   catalogd does not have.
+//! - [`upgrades`]: the `upgrades` query, answered from the package's stored blobs.
 //! - [`access`]: TokenReview and SubjectAccessReview (`get` on `catalogs/content`).
 //! - [`front_proxy`]: requests the Kubernetes API server forwards (the aggregated API
 //!   `catalogs.deppy.io/v1`), trusted by the front proxy's client certificate.
@@ -18,6 +19,7 @@ pub mod http;
 pub mod packages;
 pub mod server;
 pub mod store;
+pub mod upgrades;
 
 pub use access::{Access, Credentials, Denied};
 pub use front_proxy::{FrontProxyConfig, FrontProxyTrust, Peer};

@@ -16,6 +16,8 @@
 //!   broken (a cycle, two heads) is set aside ([`CatalogIndex::package_problems`]) rather
 //!   than failing the whole catalog.
 //! - [`ChannelGraph`] holds one channel's head and replaces/skips/skipRange edges.
+//! - [`upgrades::upgrades_from`] walks those graphs from an installed version: its direct
+//!   upgrades and everything reachable.
 //! - [`VersionRange`] is a hand-written parser for the range syntax of blang/semver and
 //!   Masterminds/semver, with either library's pre-release semantics ([`PrereleasePolicy`]).
 //! - [`Constraint`] evaluates `olm.package.required`, `olm.gvk.required` and `olm.constraint`
@@ -45,6 +47,7 @@ mod property;
 mod range;
 mod scan;
 mod stream;
+pub mod upgrades;
 
 pub use channel::{ChannelError, ChannelGraph};
 pub use constraint::{Constraint, ConstraintExpr, ConstraintParseError};
