@@ -101,22 +101,25 @@ impl Credentials {
             }
             Self::Forwarded(user) => {
                 hash.update(b"forwarded\0");
-                // Length-prefixed fields: no two identities serialise alike.
-                let mut field = |bytes: &[u8]| {
-                    hash.update((bytes.len() as u64).to_le_bytes());
-                    hash.update(bytes);
-                };
-                field(user.name.as_bytes());
-                field(user.uid.as_deref().unwrap_or_default().as_bytes());
-                for group in &user.groups {
-                    field(group.as_bytes());
-                }
-                field(b"\0extra");
+                // Length-prefixed fields and counted lists: no two identities serialise
+                // alike.
+                let mut count = |n: usize| hash.update((n as u64).to_le_bytes());
+                let mut fields: Vec<&[u8]> = vec![user.name.as_bytes()];
+                fields.push(user.uid.as_deref().unwrap_or_default().as_bytes());
+                count(user.groups.len());
+                fields.extend(user.groups.iter().map(|g| g.as_bytes()));
+                let mut counts = vec![user.extra.len()];
                 for (key, values) in &user.extra {
-                    field(key.as_bytes());
-                    for value in values {
-                        field(value.as_bytes());
-                    }
+                    counts.push(values.len());
+                    fields.push(key.as_bytes());
+                    fields.extend(values.iter().map(|v| v.as_bytes()));
+                }
+                for n in counts {
+                    count(n);
+                }
+                for field in fields {
+                    hash.update((field.len() as u64).to_le_bytes());
+                    hash.update(field);
                 }
             }
         }
@@ -269,5 +272,44 @@ impl Access {
                 catalog: catalog.to_owned(),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn user(groups: &[&str], extra: &[(&str, &[&str])]) -> Credentials {
+        Credentials::Forwarded(ForwardedUser {
+            name: "alice".to_owned(),
+            uid: None,
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            extra: extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.iter().map(|s| (*s).to_owned()).collect()))
+                .collect::<BTreeMap<_, _>>(),
+        })
+    }
+
+    #[test]
+    fn cache_keys_tell_every_identity_apart() {
+        let same = user(&["a"], &[("k", &["v"])]);
+        assert_eq!(same.digest(), user(&["a"], &[("k", &["v"])]).digest());
+        let others = [
+            user(&["a", "k"], &[]),
+            user(&["a"], &[("k", &[])]),
+            user(&["a"], &[("k", &["v", ""])]),
+            user(&[], &[("a", &[]), ("k", &["v"])]),
+            Credentials::Token("alice".to_owned()),
+            Credentials::bearer(Some("Bearer alice")),
+        ];
+        for other in &others[..4] {
+            assert_ne!(same.digest(), other.digest(), "{other:?}");
+        }
+        assert_eq!(others[4], others[5]);
+        assert_eq!(Credentials::bearer(Some("Basic x")), Credentials::None);
+        assert_eq!(Credentials::bearer(Some("Bearer  ")), Credentials::None);
     }
 }
