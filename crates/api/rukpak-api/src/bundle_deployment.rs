@@ -373,7 +373,8 @@ pub struct PendingRevision {
     /// first, e.g. `cluster-wide (ClusterRole foo): create, delete apps/deployments`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permissions_added: Vec<String>,
-    /// Writes the API server refused in a dry run: applying would fail.
+    /// Writes the API server refused in a dry run: applying would fail. While any are listed
+    /// the review is done again every 30 seconds, as they depend on the cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
 }

@@ -28,6 +28,13 @@ const QUIET_START: Duration = Duration::from_secs(10);
 /// How often an apply waiting for probes looks again if no watch event came first.
 const PROBE_RECHECK: Duration = Duration::from_secs(15);
 
+/// How often a revision awaiting approval whose review the API server refused in part is
+/// reviewed again. Refusals depend on the cluster (a CRD that holds a stored version, a
+/// missing namespace), which may change without any event reaching this BundleDeployment;
+/// a review without refusals stays until the resync, as content under a digest does not
+/// change.
+const REFUSED_REVIEW_RECHECK: Duration = Duration::from_secs(30);
+
 pub(super) fn error_policy<F: BundleFormat>(
     deployment: Arc<BundleDeployment>,
     error: &Error,
@@ -264,7 +271,18 @@ fn next_action(
         // Status changes of the objects waited for arrive through the drift watches; the
         // requeue is a fallback.
         Outcome::Waiting { failed: false, .. } => soonest(PROBE_RECHECK.min(resync)),
-        Outcome::AwaitingApproval { .. } => Next::After(resync),
+        Outcome::AwaitingApproval { .. } => {
+            let refused = step
+                .revision
+                .as_ref()
+                .and_then(|r| r.pending.as_ref())
+                .is_some_and(|pending| !pending.refused.is_empty());
+            if refused {
+                Next::After(REFUSED_REVIEW_RECHECK.min(resync))
+            } else {
+                Next::After(resync)
+            }
+        }
         // Only written while an apply runs; a reconcile never ends on it.
         Outcome::Applying { .. } => Next::After(resync),
         Outcome::Installed { .. } => {
@@ -514,6 +532,43 @@ mod tests {
                 RESYNC
             ),
             Next::After(Duration::from_secs(6))
+        );
+    }
+
+    #[test]
+    fn a_review_the_api_server_refused_is_done_again_soon_and_a_clean_one_waits() {
+        let steady = deployment(None);
+        let awaiting = Outcome::AwaitingApproval {
+            bundle: "bd-2".into(),
+            digest: "sha256:b".into(),
+        };
+        let with_review = |refused: Vec<String>| {
+            let mut step = applied(awaiting.clone(), None);
+            if let Some(revision) = step.revision.as_mut() {
+                revision.pending = Some(rukpak_api::PendingRevision {
+                    bundle: "bd-2".into(),
+                    digest: "sha256:b".into(),
+                    refused,
+                    ..rukpak_api::PendingRevision::default()
+                });
+            }
+            step
+        };
+        assert_eq!(
+            next_action(
+                &steady,
+                &with_review(Vec::new()),
+                &[],
+                false,
+                &at(130),
+                RESYNC
+            ),
+            Next::After(RESYNC)
+        );
+        let refused = with_review(vec!["unsafe CRD upgrade".into()]);
+        assert_eq!(
+            next_action(&steady, &refused, &[], false, &at(130), RESYNC),
+            Next::After(REFUSED_REVIEW_RECHECK)
         );
     }
 
