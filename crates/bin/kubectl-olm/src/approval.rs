@@ -22,8 +22,9 @@ pub struct Waiting {
 
 /// Where approvals of `name` are written.
 enum Approver {
-    /// A PlatformOperator: `spec.approvedRevision`, passed to every BundleDeployment it made.
-    Operator(String),
+    /// A PlatformOperator: `spec.approvedRevision`, passed to every BundleDeployment it made,
+    /// with the digest it approves now.
+    Operator(String, Option<String>),
     /// A BundleDeployment nobody else manages: its own `spec.approvedRevision`.
     Deployment(String),
 }
@@ -42,11 +43,10 @@ async fn waiting(client: &Client, name: &str) -> Result<(Approver, Vec<Waiting>)
                 pending,
             })
     };
-    if operators
+    if let Some(operator) = operators
         .get_opt(name)
         .await
         .map_err(|err| failure(&format!("read PlatformOperator {name}"), err))?
-        .is_some()
     {
         // The wrapper and the BundleDeployments it applied (its inventory).
         let wrapper_name = rukpak_api::names::bundle_deployment_name(name);
@@ -72,7 +72,8 @@ async fn waiting(client: &Client, name: &str) -> Result<(Approver, Vec<Waiting>)
                 }
             }
         }
-        return Ok((Approver::Operator(name.to_owned()), found));
+        let approved = operator.spec.approved_revision.clone();
+        return Ok((Approver::Operator(name.to_owned(), approved), found));
     }
     let deployment = deployments
         .get_opt(name)
@@ -101,7 +102,7 @@ async fn waiting(client: &Client, name: &str) -> Result<(Approver, Vec<Waiting>)
 /// What `plan` prints for `name`: each revision waiting, what it changes, and the command
 /// that approves exactly it.
 pub async fn plan(client: Client, name: &str) -> Result<String, Failure> {
-    let (_, found) = waiting(&client, name).await?;
+    let (approver, found) = waiting(&client, name).await?;
     if found.is_empty() {
         return Err((
             NOT_FOUND,
@@ -120,6 +121,11 @@ pub async fn plan(client: Client, name: &str) -> Result<String, Failure> {
         ));
         out.push_str(&apply_engine::review::render_changes(pending));
     }
+    if matches!(approver, Approver::Operator(..)) && found.len() > 1 {
+        out.push_str(&format!(
+            "\nPlatformOperator {name} approves one digest at a time: approve one, wait until `kubectl olm status {name}` shows it installed, then approve the next.\n"
+        ));
+    }
     Ok(out)
 }
 
@@ -128,10 +134,13 @@ pub async fn plan(client: Client, name: &str) -> Result<String, Failure> {
 pub async fn approve(client: Client, name: &str, digest: Option<&str>) -> Result<String, Failure> {
     let (approver, found) = waiting(&client, name).await?;
     let chosen = choose(name, &found, digest)?;
+    if let Approver::Operator(_, Some(approved)) = &approver {
+        unapplied_approval(name, approved, &chosen.pending.digest, &found)?;
+    }
     let patch = json!({"spec": {"approvedRevision": chosen.pending.digest}});
     let params = PatchParams::default();
     match &approver {
-        Approver::Operator(operator) => {
+        Approver::Operator(operator, _) => {
             Api::<PlatformOperator>::all(client)
                 .patch(operator, &params, &Patch::Merge(&patch))
                 .await
@@ -150,6 +159,30 @@ pub async fn approve(client: Client, name: &str, digest: Option<&str>) -> Result
         "approved revision {} of BundleDeployment {} ({})\n",
         chosen.pending.revision, chosen.deployment, chosen.pending.digest
     ))
+}
+
+/// Refuses to replace an approval that still waits to be applied: a PlatformOperator's
+/// `approvedRevision` is one digest, so approving `next` while `approved` is still pending
+/// on one of its BundleDeployments would leave that one waiting for ever. Pure.
+fn unapplied_approval(
+    name: &str,
+    approved: &str,
+    next: &str,
+    found: &[Waiting],
+) -> Result<(), Failure> {
+    if approved == next {
+        return Ok(());
+    }
+    match found.iter().find(|w| w.pending.digest == approved) {
+        None => Ok(()),
+        Some(waiting) => Err((
+            REFUSED,
+            format!(
+                "PlatformOperator {name} approves {approved}, which BundleDeployment {} has not applied yet; approving {next} now would replace that approval. Wait until `kubectl olm status {name}` shows {} installed, then approve again",
+                waiting.deployment, waiting.deployment
+            ),
+        )),
+    }
 }
 
 /// The revision `digest` names among `found`, or the only one. Pure.
@@ -204,6 +237,25 @@ mod tests {
                 ..PendingRevision::default()
             },
         }
+    }
+
+    #[test]
+    fn an_approval_still_waiting_to_be_applied_is_not_replaced() {
+        let two = [
+            waiting("package-a", "sha256:aa"),
+            waiting("package-b", "sha256:bb"),
+        ];
+        // sha256:aa is approved and package-a has not applied it: approving bb would lose it.
+        let (code, why) = unapplied_approval("op", "sha256:aa", "sha256:bb", &two).unwrap_err();
+        assert_eq!(code, REFUSED);
+        assert!(
+            why.contains("package-a has not applied it yet")
+                || why.contains("package-a has not applied"),
+            "{why}"
+        );
+        // Approving the same again, or after package-a applied it, goes ahead.
+        assert!(unapplied_approval("op", "sha256:aa", "sha256:aa", &two).is_ok());
+        assert!(unapplied_approval("op", "sha256:aa", "sha256:bb", &two[1..]).is_ok());
     }
 
     #[test]
