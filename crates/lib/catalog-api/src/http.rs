@@ -277,19 +277,25 @@ fn no_parameters(query: Option<&str>) -> Result<(), BadRequest> {
     }
 }
 
-/// The `metas` filter: `schema`, `package` and `name`, each at most once and not empty.
-fn filter(query: Option<&str>) -> Result<Filter, BadRequest> {
-    let mut filter = Filter::default();
+/// The query's parameters by name (`N` of them, in the order of `known`): each one of
+/// `known`, at most once and not empty; `path` names the path in the sentence.
+fn parameters<const N: usize>(
+    query: Option<&str>,
+    path: &str,
+    known: [&str; N],
+) -> Result<[Option<String>; N], BadRequest> {
+    let mut values: [Option<String>; N] = std::array::from_fn(|_| None);
     for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        let slot = match &*key {
-            "schema" => &mut filter.schema,
-            "package" => &mut filter.package,
-            "name" => &mut filter.name,
-            other => {
-                return Err(BadRequest(format!(
-                    "query parameter {other:?} is not known: metas takes schema, package and name"
-                )));
-            }
+        let Some(slot) = known
+            .iter()
+            .position(|k| *k == key)
+            .map(|at| &mut values[at])
+        else {
+            let (last, rest) = known.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+            return Err(BadRequest(format!(
+                "query parameter {key:?} is not known: {path} takes {} and {last}",
+                rest.join(", ")
+            )));
         };
         if value.is_empty() {
             return Err(BadRequest(format!(
@@ -303,36 +309,22 @@ fn filter(query: Option<&str>) -> Result<Filter, BadRequest> {
         }
         *slot = Some(value.into_owned());
     }
-    Ok(filter)
+    Ok(values)
 }
 
-/// The `upgrades` query: `package` and `from` (a version) required, `channel` optional,
-/// each at most once and not empty.
+/// The `metas` filter: `schema`, `package` and `name`.
+fn filter(query: Option<&str>) -> Result<Filter, BadRequest> {
+    let [schema, package, name] = parameters(query, "metas", ["schema", "package", "name"])?;
+    Ok(Filter {
+        schema,
+        package,
+        name,
+    })
+}
+
+/// The `upgrades` query: `package` and `from` (a version) required, `channel` optional.
 fn upgrades_query(query: Option<&str>) -> Result<UpgradesQuery, BadRequest> {
-    let (mut package, mut from, mut channel) = (None, None, None);
-    for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        let slot = match &*key {
-            "package" => &mut package,
-            "from" => &mut from,
-            "channel" => &mut channel,
-            other => {
-                return Err(BadRequest(format!(
-                    "query parameter {other:?} is not known: upgrades takes package, from and channel"
-                )));
-            }
-        };
-        if value.is_empty() {
-            return Err(BadRequest(format!(
-                "query parameter {key:?} is empty: give a value or leave it out"
-            )));
-        }
-        if slot.is_some() {
-            return Err(BadRequest(format!(
-                "query parameter {key:?} is given more than once"
-            )));
-        }
-        *slot = Some(value.into_owned());
-    }
+    let [package, from, channel] = parameters(query, "upgrades", ["package", "from", "channel"])?;
     let required = |name: &str| {
         BadRequest(format!(
             "query parameter {name:?} is required: upgrades?package=NAME&from=VERSION[&channel=NAME]"
