@@ -89,11 +89,7 @@ pub fn router(catalogs: Arc<dyn Catalogs>, access: Arc<dyn Authorize>) -> Router
         in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
     });
     // One catalog's paths, under its base on the Service and where the API server forwards.
-    let catalog = Router::new()
-        .route("/api/v1/all", get(all))
-        .route("/api/v1/metas", get(metas))
-        .route("/api/v1/packages", get(packages))
-        .route("/api/v1/upgrades", get(upgrades));
+    let catalog = Router::new().route("/api/v1/{query}", get(query));
     Router::new()
         .nest("/catalogs/{name}", catalog.clone())
         .nest(&format!("{AGGREGATED_PREFIX}/{{name}}/content"), catalog)
@@ -112,49 +108,27 @@ enum Query {
     Upgrades(UpgradesQuery),
 }
 
-async fn all(
+/// Every catalog path: `NAME` and which query (`all`, `metas`, `packages`, `upgrades`), its
+/// parameters read by that query's parser, then [`Api::respond`].
+async fn query(
     State(api): State<Arc<Api>>,
     peer: Option<Extension<Peer>>,
-    Path(name): Path<String>,
-    RawQuery(query): RawQuery,
+    Path((name, path)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
-    match no_parameters(query.as_deref()) {
-        Ok(()) => api.respond(&name, &headers, &credentials, Query::All).await,
-        Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
-    }
-}
-
-async fn metas(
-    State(api): State<Arc<Api>>,
-    peer: Option<Extension<Peer>>,
-    Path(name): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
-    match filter(query.as_deref()) {
-        Ok(filter) => {
-            api.respond(&name, &headers, &credentials, Query::Metas(filter))
-                .await
-        }
-        Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
-    }
-}
-
-async fn packages(
-    State(api): State<Arc<Api>>,
-    peer: Option<Extension<Peer>>,
-    Path(name): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
-    match no_parameters(query.as_deref()) {
-        Ok(()) => {
-            api.respond(&name, &headers, &credentials, Query::Packages)
-                .await
+    let raw = raw.as_deref();
+    let parsed = match path.as_str() {
+        "all" => no_parameters(raw).map(|()| Query::All),
+        "metas" => filter(raw).map(Query::Metas),
+        "packages" => no_parameters(raw).map(|()| Query::Packages),
+        "upgrades" => upgrades_query(raw).map(Query::Upgrades),
+        _ => return not_a_path().await,
+    };
+    match parsed {
+        Ok(query) => {
+            let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
+            api.respond(&name, &headers, &credentials, query).await
         }
         Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
     }
@@ -174,23 +148,6 @@ fn credentials(peer: Option<&Peer>, headers: &HeaderMap) -> Credentials {
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok()),
     )
-}
-
-async fn upgrades(
-    State(api): State<Arc<Api>>,
-    peer: Option<Extension<Peer>>,
-    Path(name): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let credentials = credentials(peer.map(|Extension(peer)| peer).as_ref(), &headers);
-    match upgrades_query(query.as_deref()) {
-        Ok(query) => {
-            api.respond(&name, &headers, &credentials, Query::Upgrades(query))
-                .await
-        }
-        Err(BadRequest(why)) => sentence(StatusCode::BAD_REQUEST, why),
-    }
 }
 
 async fn not_a_path() -> Response {
