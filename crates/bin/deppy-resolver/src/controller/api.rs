@@ -71,7 +71,9 @@ pub async fn serve(
     };
     tracing::info!(%address, "catalog query API listening");
     let router = catalog_api::router(Arc::new(catalogs), Arc::new(Access::new(client.clone())));
-    let keep = keep_certificate(&client, &namespace, &certificate, &shutdown);
+    let (bundle_tx, bundle_rx) = tokio::sync::watch::channel(String::new());
+    let keep = keep_certificate(&client, &namespace, &certificate, &bundle_tx, &shutdown);
+    let ca_bundle = keep_ca_bundle(&client, bundle_rx, &shutdown);
     let trust = keep_front_proxy_trust(&client, &front_proxy, &shutdown);
     let server = catalog_api::serve(
         listener,
@@ -80,34 +82,31 @@ pub async fn serve(
         router,
         shutdown.clone(),
     );
-    let (_, (), served) = tokio::join!(keep, trust, server);
+    let (_, (), (), served) = tokio::join!(keep, ca_bundle, trust, server);
     if let Err(err) = served {
         tracing::error!("the catalog query API stopped: {err}");
     }
 }
 
-/// Decides and stores the certificates now and whenever one is due, setting the served one.
+/// Decides and stores the certificates now and whenever one is due, setting the served one
+/// and sending the trust bundle to [`keep_ca_bundle`].
 async fn keep_certificate(
     client: &Client,
     namespace: &str,
     certificate: &ServingCertificate,
+    bundle: &tokio::sync::watch::Sender<String>,
     shutdown: &CancellationToken,
 ) {
     loop {
         let wait = match renew(client, namespace, certificate).await {
             Ok((next, trust_bundle)) => {
-                let next = next
-                    .and_then(|at| at.duration_since(SystemTime::now()).ok())
-                    .map_or(RECHECK, |due| due.min(RECHECK));
-                // Not part of renewing: a cluster without the APIService, or an API server
-                // that refuses the patch, must not stop the Service from being served.
-                match publish_ca_bundle(client, &trust_bundle).await {
-                    Ok(()) => next,
-                    Err(err) => {
-                        tracing::warn!(error = %error_chain(&err), "the catalog query API's APIService could not be given its CA bundle; retrying");
-                        next.min(RETRY)
-                    }
-                }
+                bundle.send_if_modified(|current| {
+                    let changed = *current != trust_bundle;
+                    *current = trust_bundle;
+                    changed
+                });
+                next.and_then(|at| at.duration_since(SystemTime::now()).ok())
+                    .map_or(RECHECK, |due| due.min(RECHECK))
             }
             Err(err) => {
                 tracing::warn!(error = %error_chain(&err), "the catalog query API's certificate could not be renewed; retrying");
@@ -132,28 +131,70 @@ enum Error {
     Serve(#[from] catalog_api::server::CertificateError),
 }
 
-/// Sets the APIService's `caBundle` to `trust_bundle` when it differs. No APIService is not
-/// an error: the API is then reached only through its Service.
-async fn publish_ca_bundle(client: &Client, trust_bundle: &str) -> Result<(), KubeCallError> {
+/// Keeps the APIService's `caBundle` equal to the trust bundle: watched, so an APIService
+/// created (or re-created) after deppy-resolver started gets it at once, and patched again
+/// when the bundle changes. No APIService is not an error: the API is then reached only
+/// through its Service. Apart from renewing, so that an API server refusing the patch
+/// does not hold up the Service's certificate.
+async fn keep_ca_bundle(
+    client: &Client,
+    mut bundle: tokio::sync::watch::Receiver<String>,
+    shutdown: &CancellationToken,
+) {
     let api_services = Api::<APIService>::all(client.clone());
-    let what = || format!("APIService {API_SERVICE}");
-    let Some(current) = api_services
-        .get_opt(API_SERVICE)
-        .await
-        .map_err(|e| KubeCallError::new("read", what(), e))?
-    else {
-        return Ok(());
-    };
-    let wanted = ByteString(trust_bundle.as_bytes().to_vec());
-    if current.spec.and_then(|spec| spec.ca_bundle).as_ref() == Some(&wanted) {
-        return Ok(());
+    let config = watcher::Config::default().fields(&format!("metadata.name={API_SERVICE}"));
+    let mut events = std::pin::pin!(
+        watcher(api_services.clone(), config)
+            .default_backoff()
+            .applied_objects()
+    );
+    // The APIService's caBundle as last seen; `None` until it is seen at all.
+    let mut seen: Option<Option<ByteString>> = None;
+    let mut retry_after_failure = false;
+    loop {
+        let wait_failed = async {
+            if retry_after_failure {
+                tokio::time::sleep(RETRY).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            event = events.next() => match event {
+                None => return,
+                Some(Ok(service)) => seen = Some(service.spec.and_then(|spec| spec.ca_bundle)),
+                Some(Err(err)) => {
+                    tracing::warn!(error = %error_chain(&err), "cannot watch APIService {API_SERVICE}; retrying");
+                    continue;
+                }
+            },
+            changed = bundle.changed() => if changed.is_err() { return },
+            () = wait_failed => {}
+        }
+        let wanted = bundle.borrow().clone();
+        let Some(current) = &seen else { continue };
+        if wanted.is_empty() || current.as_ref().map(|b| b.0.as_slice()) == Some(wanted.as_bytes())
+        {
+            retry_after_failure = false;
+            continue;
+        }
+        let patch = serde_json::json!({"spec": {"caBundle": ByteString(wanted.into_bytes())}});
+        match api_services
+            .patch(API_SERVICE, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(patched) => {
+                seen = Some(patched.spec.and_then(|spec| spec.ca_bundle));
+                retry_after_failure = false;
+            }
+            Err(err) => {
+                let err = KubeCallError::new("patch", format!("APIService {API_SERVICE}"), err);
+                tracing::warn!(error = %error_chain(&err), "the catalog query API's APIService could not be given its CA bundle; retrying in {}s", RETRY.as_secs());
+                retry_after_failure = true;
+            }
+        }
     }
-    let patch = serde_json::json!({"spec": {"caBundle": wanted}});
-    api_services
-        .patch(API_SERVICE, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(drop)
-        .map_err(|e| KubeCallError::new("patch", what(), e))
 }
 
 /// Watches the API server's front-proxy configuration and trusts what it says. Until it is
