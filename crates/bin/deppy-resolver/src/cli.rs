@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use deppy_resolver::{
@@ -99,6 +100,12 @@ struct ResolveArgs {
     /// How to print the result.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+
+    /// Also print where the time went, as one line on standard error:
+    /// `load_s=… build_s=… solve_s=…` (loading the catalogs, building the problem,
+    /// solving). For benchmarks: hack/bench-deppy reads the same line from upstream deppy.
+    #[arg(long)]
+    timings: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -216,6 +223,7 @@ fn emit(text: &str) -> Result<(), ExitCode> {
 
 impl ResolveArgs {
     fn run(self) -> ExitCode {
+        let loading = Instant::now();
         let mut loaded = Vec::with_capacity(self.catalogs.len());
         for arg in &self.catalogs {
             // Only what resolution reads is held: icons and inlined manifests are most of a
@@ -272,7 +280,22 @@ impl ResolveArgs {
             .chain(self.expressions)
             .chain(self.prohibited)
             .filter(|constraint| !certified(constraint));
+        let load_duration = loading.elapsed();
         let outcome = resolver.resolve(&Request::new(constraints));
+        if self.timings {
+            let stats = match &outcome {
+                Ok(resolution) => Some(&resolution.stats),
+                Err(ResolveError::NotSatisfiable(unsatisfiable)) => Some(&unsatisfiable.stats),
+                Err(_) => None,
+            };
+            if let Some(stats) = stats {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "{}",
+                    timings_line(load_duration, stats)
+                );
+            }
+        }
         // A one-shot process: the OS takes the memory back at exit. Freeing the catalogs
         // (50,000 bundles and their properties at 51k variables) one allocation at a time
         // was 9% of a whole `resolve` run.
@@ -350,6 +373,16 @@ fn render(resolution: &Resolution, output: Output) -> String {
     }
 }
 
+/// The `--timings` line, in the form upstream deppy's benchmark program prints.
+fn timings_line(load: Duration, stats: &Stats) -> String {
+    format!(
+        "load_s={:.4} build_s={:.4} solve_s={:.4}",
+        load.as_secs_f64(),
+        stats.build_duration.as_secs_f64(),
+        stats.solve_duration.as_secs_f64()
+    )
+}
+
 fn stats_json(stats: &Stats) -> Value {
     json!({
         "variables": stats.variables,
@@ -373,6 +406,19 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_timings_line_has_upstreams_three_fields_in_seconds() {
+        let stats = Stats {
+            build_duration: Duration::from_micros(31_260),
+            solve_duration: Duration::from_micros(8_100),
+            ..Stats::default()
+        };
+        assert_eq!(
+            timings_line(Duration::from_millis(52), &stats),
+            "load_s=0.0520 build_s=0.0313 solve_s=0.0081"
+        );
     }
 
     #[test]

@@ -43,6 +43,31 @@ fn resolved_selections_are_printed_one_per_line_sorted_with_exit_code_0() {
 }
 
 #[test]
+fn timings_go_to_stderr_as_one_line_and_leave_the_answer_alone() {
+    let output = resolve(&["--catalog", COMMUNITY, "--require", "portal", "--timings"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "community:app:1.0.0:stable\ncommunity:lib:1.1.0:stable\ncommunity:portal:1.0.0:stable\n"
+    );
+    let line = stderr(&output);
+    let fields: Vec<(&str, f64)> = line
+        .trim_end()
+        .split(' ')
+        .map(|field| {
+            let (name, seconds) = field.split_once('=').unwrap();
+            (name, seconds.parse().unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+    assert_eq!(names, ["load_s", "build_s", "solve_s"], "{line}");
+    assert!(
+        fields.iter().all(|(_, s)| (0.0..10.0).contains(s)),
+        "{line}"
+    );
+}
+
+#[test]
 fn catalog_names_and_priorities_come_from_the_catalog_argument() {
     let output = resolve(&[
         "--catalog",
