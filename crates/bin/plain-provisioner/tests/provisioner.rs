@@ -123,6 +123,72 @@ async fn a_second_bundle_deployment_claiming_an_object_fails_and_leaves_the_firs
     assert_eq!(cm.labels().get("core.rukpak.io/owner-name"), Some(&first));
 }
 
+/// The reasons and notes of the Events about BundleDeployment `name`.
+async fn events_about(client: &Client, name: &str) -> Vec<(String, String)> {
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::all(client.clone());
+    events
+        .list(&kube::api::ListParams::default().fields(&format!(
+            "involvedObject.kind=BundleDeployment,involvedObject.name={name}"
+        )))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
+}
+
+#[tokio::test]
+async fn installed_and_healthy_at_once_are_told_in_one_event() {
+    let client = setup().await;
+    let ns = unique_name("ns");
+    let name = unique_name("told");
+    deploy(
+        &client,
+        &deployment(&name, "v1", json!({})),
+        &[
+            ("a.yaml", namespace(&ns)),
+            ("b.yaml", configmap(&ns, "settings", "one")),
+        ],
+    )
+    .await;
+    wait_condition(&client, &name, TYPE_HEALTHY, "True").await;
+    // Events are written after the status: wait for the one that tells the install.
+    let told = wait_for("the install's Event", TIMEOUT, || {
+        let client = client.clone();
+        let name = name.clone();
+        async move {
+            let events = events_about(&client, &name).await;
+            if events
+                .iter()
+                .any(|(reason, _)| reason == reasons::INSTALLATION_SUCCEEDED)
+            {
+                Ok(events)
+            } else {
+                Err(format!("{events:?}"))
+            }
+        }
+    })
+    .await;
+    let installed: Vec<&(String, String)> = told
+        .iter()
+        .filter(|(reason, _)| reason == reasons::INSTALLATION_SUCCEEDED)
+        .collect();
+    assert_eq!(installed.len(), 1, "{told:?}");
+    assert!(
+        installed[0].1.starts_with("Installed: ") && installed[0].1.contains(" Healthy: "),
+        "{told:?}"
+    );
+    assert!(
+        !told.iter().any(|(_, note)| note.starts_with("Healthy: ")),
+        "Healthy has an Event of its own: {told:?}"
+    );
+    Api::<BundleDeployment>::all(client)
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn deleting_or_editing_a_managed_object_is_undone() {
     let client = setup().await;
