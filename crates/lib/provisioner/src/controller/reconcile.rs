@@ -765,32 +765,27 @@ mod tests {
 
     #[test]
     fn progress_and_a_valid_bundle_are_not_news_but_its_loss_is() {
-        let condition = |type_: &str, status: &str| Condition {
-            type_: type_.into(),
-            status: status.into(),
-            reason: "R".into(),
-            message: String::new(),
-            last_transition_time: at(0),
-            observed_generation: None,
-        };
+        let condition = |type_, status| condition(type_, status, "R", "");
         assert_eq!(news(&condition(TYPE_PROGRESSING, "True")), News::Quiet);
         assert_eq!(news(&condition(TYPE_HAS_VALID_BUNDLE, "True")), News::Quiet);
         assert_eq!(
             news(&condition(TYPE_HAS_VALID_BUNDLE, "False")),
             News::Warning
         );
-        assert_eq!(news(&condition("Installed", "True")), News::Normal);
+        assert_eq!(news(&condition(TYPE_INSTALLED, "True")), News::Normal);
     }
 
-    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
-        Condition {
-            type_: type_.into(),
-            status: status.into(),
-            reason: reason.into(),
-            message: message.into(),
-            last_transition_time: at(0),
-            observed_generation: None,
-        }
+    /// A condition as the controller sets it.
+    fn condition(
+        type_: &'static str,
+        status: &'static str,
+        reason: &str,
+        message: &str,
+    ) -> Condition {
+        let mut conditions = Vec::new();
+        let desired = kit::conditions::Desired::new(type_, status, reason, message);
+        kit::conditions::set_all(&mut conditions, [desired], None, &at(0));
+        conditions.remove(0)
     }
 
     #[test]
