@@ -154,9 +154,17 @@ impl News {
     }
 }
 
+/// The action of the Events [`announce`] publishes.
+pub const ANNOUNCE_ACTION: &str = "Reconcile";
+
+/// The note of the Event that tells `condition`: `<type>: <message>` (pure).
+pub fn event_note(condition: &Condition) -> String {
+    format!("{}: {}", condition.type_, condition.message)
+}
+
 /// Publishes an Event about `regarding` for each condition of `after` whose status or
 /// reason differs from `before` and that `news` does not call [`News::Quiet`]; its reason
-/// is the condition's, its note `<type>: <message>`.
+/// is the condition's, its note [`event_note`].
 pub async fn announce(
     recorder: &Recorder,
     regarding: &ObjectReference,
@@ -170,8 +178,8 @@ pub async fn announce(
             regarding,
             news == News::Warning,
             &condition.reason,
-            "Reconcile",
-            format!("{}: {}", condition.type_, condition.message),
+            ANNOUNCE_ACTION,
+            event_note(condition),
         )
         .await;
     }

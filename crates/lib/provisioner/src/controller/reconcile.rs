@@ -362,7 +362,7 @@ async fn announce<F: BundleFormat>(
             &regarding,
             event.warning,
             &event.reason,
-            "Reconcile",
+            kit::controller::ANNOUNCE_ACTION,
             event.note,
         )
         .await;
@@ -377,10 +377,9 @@ struct Told {
     note: String,
 }
 
-/// The Events of a status change: one per condition that is news (see [`news`]), with the
-/// condition's reason and `<type>: <message>` as its note, as
+/// The Events of a status change: one per condition that is news (see [`news`]), as
 /// [`kit::controller::announce`] tells them; except that `Healthy` turning True in the
-/// same reconcile as `Installed` is told in `Installed`'s Event, both messages in its note.
+/// same reconcile as `Installed` is told in `Installed`'s Event, both notes in one.
 /// A revision with nothing to wait for (no workload to roll out) is installed and healthy
 /// at once, and the two Events were 2 of the 18 API requests such an install sends
 /// (`hack/bench-provisioner`). `Healthy` on its own (after a rollout) keeps its Event.
@@ -398,12 +397,14 @@ fn told(before: &[Condition], after: &[Condition]) -> Vec<Told> {
         .into_iter()
         .filter(|(c, _)| healthy_with_installed.is_none_or(|h| !std::ptr::eq(*c, h)))
         .map(|(c, news)| {
-            let mut note = format!("{}: {}", c.type_, c.message);
+            let mut note = kit::controller::event_note(c);
             if let Some(healthy) = healthy_with_installed
                 && c.type_ == TYPE_INSTALLED
             {
+                // One sentence after the other, whether or not the first ends with a stop.
+                note.truncate(note.trim_end().len());
                 note.push_str(if note.ends_with('.') { " " } else { ". " });
-                note.push_str(&format!("{}: {}", healthy.type_, healthy.message));
+                note.push_str(&kit::controller::event_note(healthy));
             }
             Told {
                 warning: news == News::Warning,
