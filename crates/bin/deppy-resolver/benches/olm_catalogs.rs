@@ -36,6 +36,11 @@ use fbc::{CatalogIndex, Detail, parse_files_with};
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
+/// The allocator `deppy-resolver` ships with (see its `main.rs`), so that the phases cost
+/// here what they cost there.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Size {
     name: &'static str,
     packages: usize,
