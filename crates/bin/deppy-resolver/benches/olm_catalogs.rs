@@ -22,7 +22,10 @@
 //! process and prints where the time goes. Its anchor, `JSON syntax`, is the least any reader
 //! of the same bytes must do: serde_json checking every document's syntax and keeping
 //! nothing. It runs on one thread, as `fbc` parses in-memory files; `× syntax` is the parse
-//! over it. Indexing then runs on every core. `-- --write DIR SIZE` only writes the catalog of
+//! over it (in brackets). Indexing then runs on every core. A second reference, `typed floor`, reads the
+//! same documents through serde's derived readers into borrowed fields, only the ones
+//! resolution needs, checks nothing beyond their types and keeps nothing: the least a typed
+//! reader of these catalogs costs, whatever it builds. `-- --write DIR SIZE` only writes the catalog of
 //! SIZE to DIR and prints the requested packages, one per line, on stdout (what
 //! `hack/bench-deppy` does).
 
@@ -33,8 +36,10 @@ use std::time::{Duration, Instant};
 
 use deppy_resolver::{Constraint, NamedCatalog, Request, Resolver};
 use fbc::{CatalogIndex, Detail, parse_files_with};
+use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// The allocator `deppy-resolver` ships with (see its `main.rs`), so that the phases cost
 /// here what they cost there.
@@ -247,6 +252,119 @@ fn check_syntax(files: &[(String, Vec<u8>)]) -> usize {
         .sum()
 }
 
+/// A catalog document as the typed floor reads it: the fields resolution reads, borrowed
+/// from the text where they have no escapes.
+#[derive(Deserialize)]
+struct FloorDocument<'a> {
+    #[serde(borrow)]
+    schema: Cow<'a, str>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    package: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    properties: Vec<FloorProperty<'a>>,
+    #[serde(borrow, default)]
+    entries: Vec<FloorEntry<'a>>,
+    #[serde(rename = "defaultChannel", borrow)]
+    default_channel: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FloorEntry<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    replaces: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FloorGvk<'a> {
+    #[serde(borrow)]
+    group: Cow<'a, str>,
+    #[serde(borrow)]
+    version: Cow<'a, str>,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", content = "value")]
+enum FloorProperty<'a> {
+    #[serde(rename = "olm.package")]
+    Package {
+        #[serde(rename = "packageName", borrow)]
+        package_name: Cow<'a, str>,
+        #[serde(borrow)]
+        version: Cow<'a, str>,
+    },
+    #[serde(rename = "olm.gvk")]
+    Gvk(#[serde(borrow)] FloorGvk<'a>),
+    #[serde(rename = "olm.gvk.required")]
+    GvkRequired(#[serde(borrow)] FloorGvk<'a>),
+    #[serde(rename = "olm.package.required")]
+    PackageRequired {
+        #[serde(rename = "packageName", borrow)]
+        package_name: Cow<'a, str>,
+        #[serde(rename = "versionRange", borrow)]
+        version_range: Cow<'a, str>,
+    },
+    #[serde(rename = "olm.csv.metadata")]
+    CsvMetadata {
+        #[serde(rename = "minKubeVersion", borrow)]
+        min_kube_version: Option<Cow<'a, str>>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// Reads every document through [`FloorDocument`] and drops it. Returns the number of
+/// bundles, counted from what was read so that nothing is optimised away.
+fn read_typed_floor(files: &[(String, Vec<u8>)]) -> usize {
+    let mut bundles = 0;
+    for (_, contents) in files {
+        let text = std::str::from_utf8(contents).expect("UTF-8");
+        for document in serde_json::Deserializer::from_str(text).into_iter::<FloorDocument>() {
+            let document = document.expect("valid document");
+            let read = document.name.is_some()
+                && document.package.is_some()
+                && document.default_channel.is_none()
+                && document
+                    .entries
+                    .iter()
+                    .all(|e| !e.name.is_empty() && e.replaces.as_deref() != Some(""))
+                && document.properties.iter().any(|p| match p {
+                    FloorProperty::Package {
+                        package_name,
+                        version,
+                    } => !package_name.is_empty() && !version.is_empty(),
+                    FloorProperty::Gvk(gvk) | FloorProperty::GvkRequired(gvk) => {
+                        !gvk.group.is_empty() && !gvk.version.is_empty() && !gvk.kind.is_empty()
+                    }
+                    FloorProperty::PackageRequired {
+                        package_name,
+                        version_range,
+                    } => !package_name.is_empty() && !version_range.is_empty(),
+                    FloorProperty::CsvMetadata { min_kube_version } => min_kube_version.is_some(),
+                    FloorProperty::Other => false,
+                });
+            if document.schema == "olm.bundle" && read {
+                bundles += 1;
+            }
+        }
+    }
+    bundles
+}
+
+/// `took` and its ratio to `anchor`, as one column.
+fn over(took: Duration, anchor: Duration) -> String {
+    format!(
+        "{:.1} ms ({:.1}×)",
+        ms(took),
+        took.as_secs_f64() / anchor.as_secs_f64()
+    )
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -273,13 +391,13 @@ fn main() {
         return;
     }
     println!(
-        "{:<6} {:>9} {:>8} {:>11} {:>11} {:>9} {:>9} {:>9} {:>9} {:>11}",
+        "{:<6} {:>9} {:>8} {:>11} {:>18} {:>18} {:>9} {:>9} {:>9} {:>11}",
         "size",
         "JSON MB",
         "bundles",
         "JSON syntax",
+        "typed floor",
         "parse",
-        "× syntax",
         "index",
         "build",
         "solve",
@@ -298,6 +416,9 @@ fn main() {
         assert_eq!(check_syntax(&files), documents);
         let syntax = started.elapsed();
         let started = Instant::now();
+        let floor_bundles = read_typed_floor(&files);
+        let floor = started.elapsed();
+        let started = Instant::now();
         let catalog = parse_files_with(
             files
                 .iter()
@@ -309,6 +430,7 @@ fn main() {
         let started = Instant::now();
         let index = CatalogIndex::new(catalog).expect("valid catalog");
         let indexed = started.elapsed();
+        assert_eq!(floor_bundles, index.catalog().bundles.len());
         let resolver = Resolver::new([NamedCatalog::new("bench", &index)]).unwrap();
         let request = Request::new(
             requested(size)
@@ -317,13 +439,13 @@ fn main() {
         );
         let resolution = resolver.resolve(&request).expect("resolves");
         println!(
-            "{:<6} {:>9.1} {:>8} {:>8.1} ms {:>6.1} ms {:>8.1}× {:>6.1} ms {:>6.1} ms {:>6.1} ms {:>11}",
+            "{:<6} {:>9.1} {:>8} {:>8.1} ms {:>18} {:>18} {:>6.1} ms {:>6.1} ms {:>6.1} ms {:>11}",
             size.name,
             bytes as f64 / 1e6,
             index.catalog().bundles.len(),
             ms(syntax),
-            ms(parsed),
-            parsed.as_secs_f64() / syntax.as_secs_f64(),
+            over(floor, syntax),
+            over(parsed, syntax),
             ms(indexed),
             ms(resolution.stats.build_duration),
             ms(resolution.stats.solve_duration),
