@@ -41,8 +41,33 @@ pub fn gzip_bomb() -> Vec<u8> {
     gzip(&tar(&[("bomb", &vec![0u8; 64 * 1024 * 1024])]))
 }
 
-/// A free loopback port (closed again, so there is a small race with other users).
+/// A free loopback port, closed again for the caller (or a process it starts) to bind.
+///
+/// Chosen at random below the kernel's ephemeral range, not by binding port 0: port 0 gives
+/// a port from that range, which is also where every outgoing connection takes its source
+/// port, so one of the many client connections a test run opens could take it before the
+/// caller bound it (a controller's admin server failed to bind that way in one `make test`,
+/// and hack/process-budgets counted its exit). Below the range only another listener can
+/// take it; `Stack` relaunches a component whose bind still fails. From 20000 up, clear of
+/// the ports Kubernetes components and `make run` use by default.
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, RandomState};
+    const FIRST: u16 = 20000;
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    if ephemeral_start > FIRST {
+        let span = u64::from(ephemeral_start - FIRST);
+        let random = RandomState::new();
+        for attempt in 0..64u32 {
+            let offset = u16::try_from(random.hash_one(attempt) % span).unwrap();
+            let port = FIRST + offset;
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -319,5 +344,31 @@ impl GitDaemon {
             _child: guard,
             port,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_port;
+
+    #[test]
+    fn free_ports_are_below_the_ephemeral_range_and_can_be_bound() {
+        let ephemeral_start: u16 =
+            std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+                .map(|range| range.split_whitespace().next().unwrap().parse().unwrap())
+                .unwrap_or(32768);
+        let ports: Vec<u16> = (0..20).map(|_| free_port()).collect();
+        for &port in &ports {
+            // A machine whose ephemeral range starts at or below 20000 gets port 0's choice.
+            if ephemeral_start > 20000 {
+                assert!(
+                    (20000..ephemeral_start).contains(&port),
+                    "{port} is not below {ephemeral_start}"
+                );
+            }
+            std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        }
+        // Chosen at random, not counted up from one place.
+        assert!(ports.iter().any(|&p| p != ports[0]), "{ports:?}");
     }
 }
