@@ -28,11 +28,7 @@ fn system_namespace() -> &'static str {
 /// The address this process's API listens on.
 fn address() -> SocketAddr {
     static ADDRESS: OnceLock<SocketAddr> = OnceLock::new();
-    *ADDRESS.get_or_init(|| {
-        // A free port: bound, read and released for the server to take.
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap()
-    })
+    *ADDRESS.get_or_init(|| SocketAddr::from(([127, 0, 0, 1], testkit::servers::free_port())))
 }
 
 /// The API's name, as its certificate has it (the Service in the system namespace).

@@ -544,12 +544,7 @@ struct Registry {
 
 impl Registry {
     fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = format!("127.0.0.1:{port}");
+        let addr = format!("127.0.0.1:{}", testkit::servers::free_port());
         let child = std::process::Command::new("crane")
             .args(["registry", "serve", "--address", &addr])
             .stdout(std::process::Stdio::null())
