@@ -254,6 +254,10 @@ fn check_syntax(files: &[(String, Vec<u8>)]) -> usize {
 
 /// A catalog document as the typed floor reads it: the fields resolution reads, borrowed
 /// from the text where they have no escapes.
+#[expect(
+    dead_code,
+    reason = "fields are read into, not from: the floor keeps nothing"
+)]
 #[derive(Deserialize)]
 struct FloorDocument<'a> {
     #[serde(borrow)]
@@ -270,6 +274,10 @@ struct FloorDocument<'a> {
     default_channel: Option<Cow<'a, str>>,
 }
 
+#[expect(
+    dead_code,
+    reason = "fields are read into, not from: the floor keeps nothing"
+)]
 #[derive(Deserialize)]
 struct FloorEntry<'a> {
     #[serde(borrow)]
@@ -278,6 +286,10 @@ struct FloorEntry<'a> {
     replaces: Option<Cow<'a, str>>,
 }
 
+#[expect(
+    dead_code,
+    reason = "fields are read into, not from: the floor keeps nothing"
+)]
 #[derive(Deserialize)]
 struct FloorGvk<'a> {
     #[serde(borrow)]
@@ -288,6 +300,10 @@ struct FloorGvk<'a> {
     kind: Cow<'a, str>,
 }
 
+#[expect(
+    dead_code,
+    reason = "fields are read into, not from: the floor keeps nothing"
+)]
 #[derive(Deserialize)]
 #[serde(tag = "type", content = "value")]
 enum FloorProperty<'a> {
@@ -318,39 +334,15 @@ enum FloorProperty<'a> {
     Other,
 }
 
-/// Reads every document through [`FloorDocument`] and drops it. Returns the number of
-/// bundles, counted from what was read so that nothing is optimised away.
+/// Reads every document through [`FloorDocument`] and drops it (through `black_box`, so
+/// that nothing is optimised away). Returns the number of bundles.
 fn read_typed_floor(files: &[(String, Vec<u8>)]) -> usize {
     let mut bundles = 0;
     for (_, contents) in files {
         let text = std::str::from_utf8(contents).expect("UTF-8");
         for document in serde_json::Deserializer::from_str(text).into_iter::<FloorDocument>() {
-            let document = document.expect("valid document");
-            let read = document.name.is_some()
-                && document.package.is_some()
-                && document.default_channel.is_none()
-                && document
-                    .entries
-                    .iter()
-                    .all(|e| !e.name.is_empty() && e.replaces.as_deref() != Some(""))
-                && document.properties.iter().any(|p| match p {
-                    FloorProperty::Package {
-                        package_name,
-                        version,
-                    } => !package_name.is_empty() && !version.is_empty(),
-                    FloorProperty::Gvk(gvk) | FloorProperty::GvkRequired(gvk) => {
-                        !gvk.group.is_empty() && !gvk.version.is_empty() && !gvk.kind.is_empty()
-                    }
-                    FloorProperty::PackageRequired {
-                        package_name,
-                        version_range,
-                    } => !package_name.is_empty() && !version_range.is_empty(),
-                    FloorProperty::CsvMetadata { min_kube_version } => min_kube_version.is_some(),
-                    FloorProperty::Other => false,
-                });
-            if document.schema == "olm.bundle" && read {
-                bundles += 1;
-            }
+            let document = std::hint::black_box(document.expect("valid document"));
+            bundles += usize::from(document.schema == "olm.bundle");
         }
     }
     bundles

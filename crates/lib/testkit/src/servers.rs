@@ -41,6 +41,17 @@ pub fn gzip_bomb() -> Vec<u8> {
     gzip(&tar(&[("bomb", &vec![0u8; 64 * 1024 * 1024])]))
 }
 
+/// Where [`free_port`] starts looking.
+const FIRST: u16 = 20000;
+
+/// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
+fn ephemeral_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768)
+}
+
 /// A free loopback port, closed again for the caller (or a process it starts) to bind.
 ///
 /// Chosen at random below the kernel's ephemeral range, not by binding port 0: port 0 gives
@@ -52,11 +63,7 @@ pub fn gzip_bomb() -> Vec<u8> {
 /// the ports Kubernetes components and `make run` use by default.
 pub fn free_port() -> u16 {
     use std::hash::{BuildHasher, RandomState};
-    const FIRST: u16 = 20000;
-    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
+    let ephemeral_start = ephemeral_start();
     if ephemeral_start > FIRST {
         let span = u64::from(ephemeral_start - FIRST);
         let random = RandomState::new();
@@ -349,20 +356,17 @@ impl GitDaemon {
 
 #[cfg(test)]
 mod tests {
-    use super::free_port;
+    use super::{FIRST, ephemeral_start, free_port};
 
     #[test]
     fn free_ports_are_below_the_ephemeral_range_and_can_be_bound() {
-        let ephemeral_start: u16 =
-            std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-                .map(|range| range.split_whitespace().next().unwrap().parse().unwrap())
-                .unwrap_or(32768);
+        let ephemeral_start = ephemeral_start();
         let ports: Vec<u16> = (0..20).map(|_| free_port()).collect();
         for &port in &ports {
-            // A machine whose ephemeral range starts at or below 20000 gets port 0's choice.
-            if ephemeral_start > 20000 {
+            // A machine whose ephemeral range starts at or below FIRST gets port 0's choice.
+            if ephemeral_start > FIRST {
                 assert!(
-                    (20000..ephemeral_start).contains(&port),
+                    (FIRST..ephemeral_start).contains(&port),
                     "{port} is not below {ephemeral_start}"
                 );
             }
