@@ -62,6 +62,7 @@ verify: tools ## fail when deploy/ differs from what `make generate` writes
 unit: ## unit tests (no cluster needed)
 	cargo test --workspace --locked --lib --bins
 	cargo test --workspace --locked --doc
+	cd hack/clusterctl && go vet ./... && go test ./...
 
 .PHONY: integration
 # hack/test-deployed starts its own real node, so it runs once hack/test-integration has

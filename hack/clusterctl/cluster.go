@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -727,6 +728,13 @@ func httpCheck(client *http.Client, url, want string) error {
 }
 
 // freePorts reserves distinct free loopback ports by holding all listeners open at once.
+//
+// The ports are chosen at random below the kernel's ephemeral range, not by listening on
+// port 0: port 0 hands out ports from that range, where every outgoing connection also takes
+// its source port, so between releasing a port here and etcd or kube-apiserver binding it, one
+// of the connections a test run keeps opening could take it (testkit's free_port met exactly
+// that). Below the range only another listener can take it. From 20000 up, clear of the ports
+// Kubernetes components and `make run` use by default.
 func freePorts() (ports, error) {
 	var ls []net.Listener
 	defer func() {
@@ -734,7 +742,18 @@ func freePorts() (ports, error) {
 			l.Close()
 		}
 	}()
+	first, end := 20000, ephemeralStart()
 	next := func() (int, error) {
+		if end > first {
+			for attempt := 0; attempt < 64; attempt++ {
+				port := first + rand.IntN(end-first)
+				if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+					ls = append(ls, l)
+					return port, nil
+				}
+			}
+		}
+		// A machine whose ephemeral range starts low, or a crowded one: the kernel's choice.
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return 0, err
@@ -751,6 +770,19 @@ func freePorts() (ports, error) {
 		*dst = port
 	}
 	return p, nil
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range (Linux's default when it
+// cannot be read).
+func ephemeralStart() int {
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if fields := strings.Fields(string(b)); len(fields) > 0 {
+			if n, err := strconv.Atoi(fields[0]); err == nil {
+				return n
+			}
+		}
+	}
+	return 32768
 }
 
 // advertiseAddress picks the first non-loopback IPv4 address of an up interface.
