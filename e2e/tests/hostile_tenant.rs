@@ -216,6 +216,36 @@ async fn an_activation_never_borrows_the_activators_rights() {
     .await;
     assert!(message.contains("cluster administrators"), "{message}");
 
+    // Nor may she choose what PlatformOperators install through the catalogs they resolve
+    // from: neither a Catalog of her own (offering a newer version wins) nor repointing the
+    // administrator's, though RBAC grants her both.
+    let catalogs: Api<deppy_api::Catalog> = Api::all(mallory.clone());
+    let hers: deppy_api::Catalog = serde_json::from_value(json!({
+        "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
+        "metadata": env.metadata(&unique_name("hers")),
+        "spec": { "source": { "image": { "ref": "registry.example/mallory-catalog:1" } } }
+    }))
+    .unwrap();
+    refused("a tenant's Catalog", "may not create Catalog", || async {
+        catalogs.create(&PostParams::default(), &hers).await
+    })
+    .await;
+    refused(
+        "repointing the administrator's Catalog",
+        "may not change Catalog",
+        || async {
+            catalogs
+                .patch(
+                    &env.catalog,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({ "spec": { "source": { "image": {
+                    "ref": "registry.example/mallory-catalog:1" } } } })),
+                )
+                .await
+        },
+    )
+    .await;
+
     // Her own account: admitted, and the install applies as it, so it fails for want of
     // rights instead of succeeding with the activator's.
     let own = unique_name("own-account");

@@ -41,3 +41,10 @@ pub const ACTIVATOR_CLASS_ANNOTATION: &str = "deppy.io/activator-class";
 /// identities. The admission policy `resolution-activation.deppy.io` lets only those who may
 /// impersonate that identity activate the resolution.
 pub const SERVICE_ACCOUNT_ANNOTATION: &str = "deppy.io/service-account";
+
+/// Annotation on an ActiveResolution recording who created it, set by the API server (the
+/// admission policy `resolution-author.deppy.io`) whatever the request carried. Only its
+/// author, those who may impersonate the identity an activated one installs as, and holders
+/// of the verb `manage` on ActiveResolutions may change or delete it
+/// (`resolution-ownership.deppy.io`).
+pub const CREATED_BY_ANNOTATION: &str = "deppy.io/created-by";

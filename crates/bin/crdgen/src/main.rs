@@ -10,7 +10,7 @@
 //!
 //! Its `tests/` run against a cluster. They cover the generated CRDs (`round_trip.rs`,
 //! `validation.rs`) and the admission policies that `deploy/` ships beside them
-//! (`identity_admission.rs` and `catalog_admission.rs` for `deploy/admission`,
+//! (`identity_admission.rs`, `catalog_admission.rs` and `resolution_admission.rs` for `deploy/admission`,
 //! `rbac_approval.rs` for `deploy/provisioner-classes`). The policy tests would sit better
 //! next to the API crates whose kinds they guard, but rukpak-api and deppy-api have no
 //! dev-dependencies. The tests need testkit, tokio for `#[tokio::test]`, and kube's client,
