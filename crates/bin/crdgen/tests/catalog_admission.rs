@@ -30,6 +30,19 @@ async fn catalog_author(admin: &Client, verbs: &[&str]) -> (String, Api<DynamicO
     (user, catalogs)
 }
 
+/// Waits until creating `object` is denied with a message containing `expected` (policies
+/// arrive through an informer).
+async fn create_denied(catalogs: &Api<DynamicObject>, object: &DynamicObject, expected: &str) {
+    wait_for("the catalog denial", Duration::from_secs(60), || async {
+        match catalogs.create(&PostParams::default(), object).await {
+            Ok(_) => panic!("admitted: {object:?}"),
+            Err(err) if err.to_string().contains(expected) => Ok(()),
+            Err(err) => Err(err.to_string()),
+        }
+    })
+    .await;
+}
+
 fn catalog(source: serde_json::Value) -> DynamicObject {
     serde_json::from_value(json!({
         "apiVersion": "deppy.io/v1alpha1", "kind": "Catalog",
@@ -64,14 +77,7 @@ async fn a_catalog_may_name_only_secrets_and_configmaps_its_author_may_read() {
         ),
     ];
     for (object, expected) in cases {
-        wait_for("the catalog denial", Duration::from_secs(60), || async {
-            match catalogs.create(&PostParams::default(), &object).await {
-                Ok(_) => panic!("admitted: {object:?}"),
-                Err(err) if err.to_string().contains(&expected) => Ok(()),
-                Err(err) => Err(err.to_string()),
-            }
-        })
-        .await;
+        create_denied(&catalogs, &object, &expected).await;
     }
     // A Catalog that names nothing secret is the author's to create.
     let plain = catalog(json!({ "image": { "ref": "registry.example/catalog:1" } }));
@@ -101,14 +107,7 @@ async fn only_catalog_curators_may_write_catalogs() {
     let expected = format!(
         "user \"{mallory}\" may not create Catalog \"{name}\": a Catalog offers bundles to every resolution that does not name its sources, PlatformOperators' cluster-wide installs among them, so only holders of the verb \"manage\" on catalogs.deppy.io may create, change or delete one"
     );
-    wait_for("the writers denial", Duration::from_secs(60), || async {
-        match mallorys.create(&PostParams::default(), &hers).await {
-            Ok(_) => panic!("admitted: {hers:?}"),
-            Err(err) if err.to_string().contains(&expected) => Ok(()),
-            Err(err) => Err(err.to_string()),
-        }
-    })
-    .await;
+    create_denied(&mallorys, &hers, &expected).await;
 
     // An administrator's Catalog: she may read it, not repoint, relabel or delete it.
     let theirs = catalog(json!({ "image": { "ref": "registry.example/catalog:1" } }));

@@ -63,6 +63,16 @@ where
     .await
 }
 
+/// Merges `patch` into the ActiveResolution `name`.
+async fn merge(
+    api: &Api<ActiveResolution>,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<ActiveResolution, kube::Error> {
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+}
+
 fn labels(value: &str) -> Patch<serde_json::Value> {
     Patch::Merge(json!({ "metadata": { "labels": { "team": value } } }))
 }
@@ -144,10 +154,10 @@ async fn only_its_author_may_change_or_delete_an_active_resolution() {
     })
     .await;
     refused("bob changing alice's spec", "may not change", || async {
-        bobs.patch(
+        merge(
+            &bobs,
             &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "sources": ["bobs-catalog"] } })),
+            &json!({ "spec": { "sources": ["bobs-catalog"] } }),
         )
         .await
     })
@@ -159,13 +169,12 @@ async fn only_its_author_may_change_or_delete_an_active_resolution() {
 
     // Nor may alice hand it to someone else by rewriting the stamp.
     refused("alice rewriting the author", CREATED_BY, || async {
-        alices
-            .patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "metadata": { "annotations": { CREATED_BY: bob } } })),
-            )
-            .await
+        merge(
+            &alices,
+            &name,
+            &json!({ "metadata": { "annotations": { CREATED_BY: bob } } }),
+        )
+        .await
     })
     .await;
 
@@ -256,13 +265,7 @@ async fn an_activated_resolution_is_changed_only_by_those_who_could_install_as_i
     // Refused twice over (not hers, and not an install she could write): either message.
     let not_hers = format!("user \"{mallory}\" may not");
     refused("mallory configuring the install", &not_hers, || async {
-        mallorys
-            .patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(config.clone()),
-            )
-            .await
+        merge(&mallorys, &name, &config).await
     })
     .await;
 
@@ -275,15 +278,7 @@ async fn an_activated_resolution_is_changed_only_by_those_who_could_install_as_i
     let denied = refused(
         "dave configuring the install",
         "may not activate",
-        || async {
-            daves
-                .patch(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(config.clone()),
-                )
-                .await
-        },
+        || async { merge(&daves, &name, &config).await },
     )
     .await;
     assert!(denied.contains(&format!("user \"{dave}\"")), "{denied}");
@@ -291,15 +286,14 @@ async fn an_activated_resolution_is_changed_only_by_those_who_could_install_as_i
         "dave approving for the install",
         "may not activate",
         || async {
-            daves
-                .patch(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({ "metadata": { "annotations": {
+            merge(
+                &daves,
+                &name,
+                &json!({ "metadata": { "annotations": {
                     "platform.openshift.io/approval": r#"{"upgradeApproval":"Automatic"}"#
-                } } })),
-                )
-                .await
+                } } }),
+            )
+            .await
         },
     )
     .await;
